@@ -1,0 +1,5 @@
+"""`python -m cdc` is the `cdc` command."""
+
+from cdc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,248 @@
+"""Exact edits: narrow each changed stretch of chunks to the words that changed.
+
+Only the stretches the chunk comparison marks as changed are read, so the cost grows with
+the change, not with the page. In each stretch:
+
+1. The stretch is widened to whole words where it meets an unchanged neighbour (chunk
+   boundaries fall mid-word), and its common prefix and suffix are set aside.
+2. What is left is split into words (runs of non-whitespace bytes: ASCII whitespace never
+   occurs inside a UTF-8 character, so no offset splits one) and diffed with rapidfuzz's
+   compiled Indel alignment.
+3. Short runs of equal words stranded between two larger edits are absorbed into them,
+   as diff-match-patch's semantic cleanup does: unrelated texts share "the" and "of",
+   and a report that keeps those is noise, not precision.
+
+Offsets and lengths are in bytes of the two texts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import NamedTuple
+
+from rapidfuzz.distance import Indel
+
+from cdc.chunking import Chunk
+
+INSERT = "insert"
+DELETE = "delete"
+REPLACE = "replace"
+
+WORD = re.compile(rb"\S+")
+WHITESPACE = b" \t\n\r\x0b\x0c"
+WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a word boundary
+
+
+class Edit(NamedTuple):
+    """One word-level edit: bytes `old_offset:+old_length` became `new_offset:+new_length`."""
+
+    kind: str  # insert, delete or replace
+    old_offset: int
+    old_length: int
+    new_offset: int
+    new_length: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """A changed stretch: its chunks on each side and the unchanged chunks around it."""
+
+    old: list[Chunk]
+    new: list[Chunk]
+    old_before: Chunk | None
+    new_before: Chunk | None
+    old_after: Chunk | None
+    new_after: Chunk | None
+
+
+def _pieces(chunks: list[Chunk]) -> list[list[int]]:
+    """Runs of byte-adjacent chunks as [start, end] (a moved chunk leaves a gap)."""
+    pieces: list[list[int]] = []
+    for chunk in chunks:
+        if pieces and pieces[-1][1] == chunk.offset:
+            pieces[-1][1] = chunk.end
+        else:
+            pieces.append([chunk.offset, chunk.end])
+    return pieces
+
+
+def _is_continuation(text: bytes, i: int) -> bool:
+    return 0 <= i < len(text) and 0x80 <= text[i] < 0xC0
+
+
+def _word_start(text: bytes, i: int, floor: int) -> int:
+    """Move `i` back to the start of the word it is in, no further than `floor`."""
+    floor = max(floor, i - WIDEN_LIMIT)
+    while i > floor and text[i - 1] not in WHITESPACE:
+        i -= 1
+    while _is_continuation(text, i):
+        i -= 1
+    return i
+
+
+def _word_end(text: bytes, i: int, ceiling: int) -> int:
+    """Move `i` forward to the end of the word it is in, no further than `ceiling`."""
+    ceiling = min(ceiling, i + WIDEN_LIMIT)
+    while i < ceiling and text[i] not in WHITESPACE:
+        i += 1
+    while _is_continuation(text, i):
+        i += 1
+    return i
+
+
+def _point_between(before: Chunk | None, after: Chunk | None) -> int:
+    if before is not None:
+        return before.end
+    return after.offset if after is not None else 0
+
+
+def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[list[list[int]], list[list[int]]]:
+    """Byte ranges to diff on each side, widened to whole words at unchanged neighbours."""
+    old_pieces, new_pieces = _pieces(span.old), _pieces(span.new)
+    if not old_pieces:  # nothing removed here: an empty range at the insertion point
+        old_pieces = [[_point_between(span.old_before, span.old_after)] * 2]
+    if not new_pieces:
+        new_pieces = [[_point_between(span.new_before, span.new_after)] * 2]
+    before, after = (span.old_before, span.new_before), (span.old_after, span.new_after)
+    if all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]:
+        # The neighbours hold the same bytes, so both sides widen by the same amount.
+        start = _word_start(old_text, old_pieces[0][0], before[0].offset)
+        old_pieces[0][0], new_pieces[0][0] = start, new_pieces[0][0] - (old_pieces[0][0] - start)
+    if all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]:
+        end = _word_end(old_text, old_pieces[-1][1], after[0].end)
+        old_pieces[-1][1], new_pieces[-1][1] = end, new_pieces[-1][1] + (end - old_pieces[-1][1])
+    for pieces, text in ((old_pieces, old_text), (new_pieces, new_text)):
+        for piece in pieces:  # where no word boundary was reached, stay on whole characters
+            while _is_continuation(text, piece[0]):
+                piece[0] -= 1
+            while _is_continuation(text, piece[1]):
+                piece[1] += 1
+    return old_pieces, new_pieces
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix, by halving (each test is one memcmp)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _at_word_start(text: bytes, i: int) -> bool:
+    return i == 0 or text[i - 1] in WHITESPACE
+
+
+def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int]) -> None:
+    """Set aside the common prefix and suffix of two ranges, in whole words."""
+    a, b = old_text[old[0]:old[1]], new_text[new[0]:new[1]]
+    prefix = _common_prefix(a, b)
+    while not _at_word_start(a, prefix):  # the prefix is common, so this holds for b too
+        prefix -= 1
+    a, b = a[prefix:], b[prefix:]
+    suffix = _common_prefix(a[::-1], b[::-1])
+    while suffix and not (_at_word_start(a, len(a) - suffix) and _at_word_start(b, len(b) - suffix)):
+        suffix -= 1
+    old[0] += prefix
+    new[0] += prefix
+    old[1] -= suffix
+    new[1] -= suffix
+
+
+def _words(text: bytes, pieces: list[list[int]]) -> tuple[list[bytes], list[tuple[int, int, int]]]:
+    """Words of the pieces, and for each its (start, end, piece number)."""
+    words, places = [], []
+    for number, (start, end) in enumerate(pieces):
+        for match in WORD.finditer(text, start, end):
+            words.append(match.group())
+            places.append((*match.span(), number))
+    return words, places
+
+
+def _changes(words_old: list[bytes], words_new: list[bytes]) -> list[list[int]]:
+    """Changed runs as [i1, i2, j1, j2] in word indexes, in order."""
+    changes: list[list[int]] = []
+    for op in Indel.opcodes(words_old, words_new):
+        if op.tag == "equal":
+            continue
+        if changes and changes[-1][1] == op.src_start and changes[-1][3] == op.dest_start:
+            changes[-1][1], changes[-1][3] = op.src_end, op.dest_end
+        else:
+            changes.append([op.src_start, op.src_end, op.dest_start, op.dest_end])
+    return changes
+
+
+def _width(places: list[tuple[int, int, int]], i1: int, i2: int) -> int:
+    return places[i2 - 1][1] - places[i1][0] if i2 > i1 else 0
+
+
+def _absorb_short_equalities(changes: list[list[int]], old_places, new_places) -> list[list[int]]:
+    """Merge two changes when the equal words between them are no longer than either."""
+    merged = changes[:1]
+    for change in changes[1:]:
+        last = merged[-1]
+        between = _width(old_places, last[1], change[0])
+        size_last = max(_width(old_places, last[0], last[1]), _width(new_places, last[2], last[3]))
+        size_next = max(_width(old_places, change[0], change[1]),
+                        _width(new_places, change[2], change[3]))
+        if between <= size_last and between <= size_next:
+            merged[-1] = [last[0], change[1], last[2], change[3]]
+        else:
+            merged.append(change)
+    return merged
+
+
+def _ranges(places, i1: int, i2: int) -> list[tuple[int, int]]:
+    """Byte ranges of words i1..i2-1, split where a moved chunk interrupts them."""
+    ranges: list[tuple[int, int]] = []
+    for i in range(i1, i2):
+        start, end, piece = places[i]
+        if ranges and places[i - 1][2] == piece:
+            ranges[-1] = (ranges[-1][0], end)
+        else:
+            ranges.append((start, end))
+    return ranges
+
+
+def _point(places, i: int, region_start: int) -> int:
+    """Where an insertion before word `i` goes: its start, or the end of the last word."""
+    if i < len(places):
+        return places[i][0]
+    return places[i - 1][1] if i > 0 else region_start
+
+
+def _edits(changes, old_places, new_places, old_start: int, new_start: int) -> list[Edit]:
+    edits = []
+    for i1, i2, j1, j2 in changes:
+        old_ranges = _ranges(old_places, i1, i2)
+        new_ranges = _ranges(new_places, j1, j2)
+        old_point = _point(old_places, i1, old_start)
+        new_point = _point(new_places, j1, new_start)
+        for old_range, new_range in zip_longest(old_ranges, new_ranges):
+            if old_range is None:
+                edits.append(Edit(INSERT, old_point, 0, new_range[0], new_range[1] - new_range[0]))
+            elif new_range is None:
+                edits.append(Edit(DELETE, old_range[0], old_range[1] - old_range[0], new_point, 0))
+            else:
+                edits.append(Edit(REPLACE, old_range[0], old_range[1] - old_range[0],
+                                  new_range[0], new_range[1] - new_range[0]))
+    return edits
+
+
+def refine(old_text: bytes, new_text: bytes, spans: list[Span]) -> list[Edit]:
+    """Word-level edits inside the changed spans, in document order."""
+    edits: list[Edit] = []
+    for span in spans:
+        old_pieces, new_pieces = _regions(span, old_text, new_text)
+        if len(old_pieces) == 1 and len(new_pieces) == 1:
+            _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
+        words_old, old_places = _words(old_text, old_pieces)
+        words_new, new_places = _words(new_text, new_pieces)
+        changes = _absorb_short_equalities(_changes(words_old, words_new), old_places, new_places)
+        edits += _edits(changes, old_places, new_places, old_pieces[0][0], new_pieces[0][0])
+    return edits
