@@ -34,12 +34,12 @@ def spec_for(params: ChunkParams) -> str:
 __all__ = [
     "SPEC",
     "VERDICTS",
+    "CdcError",
     "ChangeReport",
     "Chunk",
     "ChunkBatch",
     "ChunkParams",
     "Chunker",
-    "CdcError",
     "Edit",
     "Thresholds",
     "chunk_batch",

@@ -16,7 +16,7 @@ same source runs as plain Python: that is the reference the tests compare agains
 
 from __future__ import annotations
 
-import operator
+import itertools
 import os
 import struct
 import threading
@@ -227,7 +227,8 @@ _DIGEST_AT = 24  # byte offset of the digest within a record
 def _cut(data, min_size, max_size, threshold_bits, final, first_index, base_offset, records):
     """Cut `data` into chunks, write one record per chunk (see RECORD), return the count.
 
-    `data` is `bytes` or a uint8 array; `records` is int64 with RECORD_FIELDS columns. With `final` false the bytes may continue, so a trailing chunk whose end is not yet
+    `data` is `bytes` or a uint8 array; `records` is int64 with RECORD_FIELDS columns.
+    With `final` false the bytes may continue, so a trailing chunk whose end is not yet
     decided is left out (the streaming chunker keeps those bytes for the next call).
     """
     threshold = np.uint64(1) << np.uint64(64 - threshold_bits)
@@ -397,7 +398,7 @@ def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
         # Contiguous runs of documents with about equal bytes each.
         cut_at = np.searchsorted(np.cumsum(lengths), np.arange(1, threads) * (total_bytes / threads))
         edges = sorted({0, len(docs), *(int(c) + 1 for c in cut_at if c + 1 < len(docs))})
-        futures = [_thread_pool().submit(run, first=lo, stop=hi) for lo, hi in zip(edges, edges[1:])]
+        futures = [_thread_pool().submit(run, first=lo, stop=hi) for lo, hi in itertools.pairwise(edges)]
         for future in futures:
             future.result()
     del keep_alive

@@ -192,7 +192,10 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
 
     added = [c for c in new_kept if c.digest not in old_set]
     removed = [c for c in old_kept if c.digest not in new_set]
-    opcodes = _opcodes(old_digests, new_digests) if changed else [("equal", 0, len(old_kept), 0, len(new_kept))]
+    if changed:
+        opcodes = _opcodes(old_digests, new_digests)
+    else:
+        opcodes = [("equal", 0, len(old_kept), 0, len(new_kept))]
     aligned = []
     old_loose: list[int] = []
     new_loose: list[int] = []

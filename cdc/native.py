@@ -121,7 +121,7 @@ def byte_view(address: int, length: int) -> np.ndarray:
     """A read-only uint8 array over `length` bytes at `address` (no copy)."""
     if length == 0:
         return np.empty(0, np.uint8)
-    return np.ctypeslib.as_array((ctypes.c_uint8 * length).from_address(address))
+    return np.ctypeslib.as_array((ctypes.c_uint8 * int(length)).from_address(int(address)))
 
 
 @intrinsic

@@ -33,6 +33,7 @@ REPLACE = "replace"
 WORD = re.compile(rb"\S+")
 WHITESPACE = b" \t\n\r\x0b\x0c"
 WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a word boundary
+SHORT_EQUALITY = 24  # bytes of equal words between changes that count as noise
 
 
 class Edit(NamedTuple):
@@ -182,19 +183,30 @@ def _width(places: list[tuple[int, int, int]], i1: int, i2: int) -> int:
 
 
 def _absorb_short_equalities(changes: list[list[int]], old_places, new_places) -> list[list[int]]:
-    """Merge two changes when the equal words between them are no longer than either."""
-    merged = changes[:1]
-    for change in changes[1:]:
-        last = merged[-1]
-        between = _width(old_places, last[1], change[0])
-        size_last = max(_width(old_places, last[0], last[1]), _width(new_places, last[2], last[3]))
-        size_next = max(_width(old_places, change[0], change[1]),
-                        _width(new_places, change[2], change[3]))
-        if between <= size_last and between <= size_next:
-            merged[-1] = [last[0], change[1], last[2], change[3]]
-        else:
-            merged.append(change)
-    return merged
+    """Merge neighbouring changes across equal words that are noise, until none are left.
+
+    The equal run goes when it is no longer than either change around it (diff-match-patch's
+    rule), or when it is a few words next to a larger change: unrelated texts share "the"
+    and "of", and a report that keeps them is a scatter, not precision.
+    """
+    merged = True
+    while merged and len(changes) > 1:
+        merged = False
+        result = changes[:1]
+        for change in changes[1:]:
+            last = result[-1]
+            between = _width(old_places, last[1], change[0])
+            size_last = max(_width(old_places, last[0], last[1]), _width(new_places, last[2], last[3]))
+            size_next = max(_width(old_places, change[0], change[1]),
+                            _width(new_places, change[2], change[3]))
+            if between <= min(size_last, size_next) or (
+                    between <= SHORT_EQUALITY and between <= max(size_last, size_next)):
+                result[-1] = [last[0], change[1], last[2], change[3]]
+                merged = True
+            else:
+                result.append(change)
+        changes = result
+    return changes
 
 
 def _ranges(places, i1: int, i2: int) -> list[tuple[int, int]]:
