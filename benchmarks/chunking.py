@@ -26,13 +26,17 @@ with avg 2048, min 512 and max 8192 bytes everywhere:
 4. Numba's first-call compile time, in fresh subprocesses sharing a new NUMBA_CACHE_DIR:
    cold (compiles and writes the cache) and warm (loads it).
 
+The header also gives a yardstick for the multi-thread rows: how much faster CPU-bound
+work (sha256, which releases the GIL) runs on all cores than on one, on this machine,
+when the calling thread takes a share and when idle pool workers do it all.
+
 Target lines print PASS or FAIL; the exit status is 0 unless a correctness check fails
 (targets are reported, not enforced: timings on a shared machine are noisy).
 
 Run from the repository root:
 
     pip install -r benchmarks/requirements.txt
-    python benchmarks/chunking.py             # about a minute on two cores
+    python benchmarks/chunking.py             # about 30 s on two cores
     python benchmarks/chunking.py --quick     # fewer rounds: a smoke check
     python benchmarks/chunking.py --runs 15 --corpus PATH
 """
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
+import hashlib
 import json
 import os
 import random
@@ -51,6 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -102,13 +108,52 @@ def versions(name: str) -> str:
         return "not installed"
 
 
-def print_header(path: Path, corpus: list[tuple[str, bytes]]) -> None:
+def machine_scaling(threads: int, rounds: int) -> tuple[float, float]:
+    """How much faster `threads` threads do CPU-bound work than one thread, here.
+
+    The yardstick for the multi-thread rows. sha256 is compute-bound and releases the GIL.
+    Two ways to split the work, both with a pool started beforehand as cdc's is:
+    the calling thread takes one share and the pool the rest, or the pool does every
+    share while the caller waits (what cdc.chunk_batch does). On this kind of VM the
+    second can lose all its speedup in some processes: the woken idle workers tend to
+    stay on one CPU. Returns the speedup of each, in that order.
+    """
+    block = bytes(4 << 20)
+
+    def digest(_: object = None) -> bytes:
+        return hashlib.sha256(block).digest()
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(abs, range(threads)))  # start the workers
+
+        def caller_takes_a_share() -> None:
+            futures = [pool.submit(digest) for _ in range(threads - 1)]
+            digest()
+            for future in futures:
+                future.result()
+
+        times = round_robin({
+            "serial": lambda: [digest() for _ in range(threads)],
+            "caller shares": caller_takes_a_share,
+            "pool only": lambda: list(pool.map(digest, range(threads))),
+        }, rounds)
+    serial = statistics.median(times["serial"])
+    return serial / statistics.median(times["caller shares"]), serial / statistics.median(times["pool only"])
+
+
+def print_header(path: Path, corpus: list[tuple[str, bytes]], rounds: int) -> None:
     """Versions and machine first: numbers mean little without them."""
     total = sum(len(doc) for _, doc in corpus)
     print("cdc chunking benchmark")
     print(f"  Python {sys.version.split()[0]}, numpy {np.__version__}, numba {numba.__version__}, "
           f"xxhash {xxhash.VERSION}, pyfastcdc {versions('pyfastcdc')}, fastcdc {versions('fastcdc')}")
-    print(f"  CPUs: {os.cpu_count()} (usable by this process: {default_threads()})")
+    threads = default_threads()
+    print(f"  CPUs: {os.cpu_count()} (usable by this process: {threads})")
+    if threads > 1:
+        shared, pool_only = machine_scaling(threads, rounds)
+        print(f"  yardstick: CPU-bound work (sha256) on {threads} threads vs one: {shared:.2f}x with "
+              f"the caller taking a share, {pool_only:.2f}x with idle pool workers doing it all "
+              f"(chunk_batch's way); ideal {threads}x")
     print(f"  corpus: {path}")
     print(f"  {len(corpus):,} documents, {len({url for url, _ in corpus})} URLs, "
           f"{total / 1e6:.1f} MB normalised; params avg {AVG_SIZE}, min {MIN_SIZE}, max {MAX_SIZE}")
@@ -544,7 +589,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not corpus:
         raise SystemExit(f"corpus is empty: {args.corpus}")
     started = time.perf_counter()
-    print_header(args.corpus, corpus)
+    print_header(args.corpus, corpus, args.runs)
     measure_throughput([doc for _, doc in corpus], args.runs)
     measure_fixed_cost(args.runs)
     measure_compare(corpus, 1 if args.quick else 3)
