@@ -20,7 +20,7 @@ import itertools
 import os
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -67,6 +67,7 @@ class ChunkParams:
     min_size: int = 512
     max_size: int = 8192
     boundary_bits: int = field(init=False, repr=False, compare=False)
+    final_settings: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("avg_size", "min_size", "max_size"):
@@ -87,6 +88,13 @@ class ChunkParams:
 
         # A boundary is a hash whose top `boundary_bits` bits are zero: log2(avg_size).
         object.__setattr__(self, "boundary_bits", self.avg_size.bit_length() - 1)
+        object.__setattr__(self, "final_settings", self.kernel_settings(final=True))
+
+    def kernel_settings(self, final: bool) -> np.ndarray:
+        """What the kernel needs to know, as one array (see `_cut`)."""
+        settings = np.array([self.min_size, self.max_size, self.boundary_bits, final], np.int64)
+        settings.flags.writeable = False
+        return settings
 
     @property
     def spec(self) -> str:
@@ -224,13 +232,16 @@ _DIGEST_AT = 24  # byte offset of the digest within a record
 
 
 @njit(cache=True, nogil=True)
-def _cut(data, min_size, max_size, threshold_bits, final, first_index, base_offset, records):
+def _cut(data, settings, records):
     """Cut `data` into chunks, write one record per chunk (see RECORD), return the count.
 
     `data` is `bytes` or a uint8 array; `records` is int64 with RECORD_FIELDS columns.
-    With `final` false the bytes may continue, so a trailing chunk whose end is not yet
-    decided is left out (the streaming chunker keeps those bytes for the next call).
+    `settings` is `ChunkParams.kernel_settings`: min and max size, boundary bits, and
+    whether the input is complete. When it is not, a trailing chunk whose end is not
+    yet decided is left out (the streaming chunker keeps those bytes for the next call).
+    Few arguments on purpose: each one costs time in Numba's dispatcher, once per page.
     """
+    min_size, max_size, threshold_bits, final = settings[0], settings[1], settings[2], settings[3]
     threshold = np.uint64(1) << np.uint64(64 - threshold_bits)
     record_bytes = records.view(np.uint8)
     n = len(data)
@@ -249,8 +260,8 @@ def _cut(data, min_size, max_size, threshold_bits, final, first_index, base_offs
             if not final:
                 break
             end = n
-        records[count, 0] = first_index + count
-        records[count, 1] = base_offset + start
+        records[count, 0] = count
+        records[count, 1] = start
         records[count, 2] = end - start
         xxh3_128_into(data, start, end - start, record_bytes[count, _DIGEST_AT:])
         count += 1
@@ -259,18 +270,17 @@ def _cut(data, min_size, max_size, threshold_bits, final, first_index, base_offs
 
 
 @njit(cache=True, nogil=True)
-def _cut_documents(addresses, lengths, first, stop, min_size, max_size, threshold_bits,
-                   slots, records, counts):
+def _cut_documents(addresses, lengths, first, stop, settings, slots, records, counts):
     """Chunk documents `first` to `stop - 1`, each into its own run of record slots."""
     for doc in range(first, stop):
         data = byte_view(addresses[doc], lengths[doc])
         slot = slots[doc]
-        counts[doc] = _cut(data, min_size, max_size, threshold_bits, True, 0, 0, records[slot:])
+        counts[doc] = _cut(data, settings, records[slot:])
 
 
 @njit(cache=True, nogil=True)
 def _compact(slots, counts, records, dense):
-    """Gather each document's records from its slots into one dense array."""
+    """Gather the records of documents (first slot and count each) into one dense array."""
     k = 0
     for doc in range(counts.size):
         for i in range(slots[doc], slots[doc] + counts[doc]):
@@ -301,24 +311,22 @@ def _chunks(records: np.ndarray) -> list[Chunk]:
     return list(map(_new_chunk, RECORD.iter_unpack(records)))
 
 
-_scratch = threading.local()
-
-
-def _scratch_records(capacity: int) -> np.ndarray:
-    """A per-thread record buffer, grown as needed and reused: no allocation per call."""
-    records = getattr(_scratch, "records", None)
-    if records is None or records.shape[0] < capacity:
-        records = _scratch.records = _new_records(max(capacity, 1024))
-    return records
+_scratch = threading.local()  # per thread: a reusable record buffer and a byte view of it
+_NO_SCRATCH = (_new_records(0), memoryview(b""))
 
 
 def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
     """Split `data` on content-defined boundaries; chunks tile it exactly."""
     if type(data) is not bytes:
         data = _as_array(data)
-    records = _scratch_records(len(data) // params.min_size + 1)
-    count = _cut(data, params.min_size, params.max_size, params.boundary_bits, True, 0, 0, records)
-    return _chunks(records[:count])
+    capacity = len(data) // params.min_size + 1
+    records, view = getattr(_scratch, "buffers", _NO_SCRATCH)
+    if records.shape[0] < capacity:  # grown as needed, then reused: no allocation per page
+        records = _new_records(max(capacity, 1024))
+        view = memoryview(records).cast("B")
+        _scratch.buffers = (records, view)
+    count = _cut(data, params.final_settings, records)
+    return list(map(_new_chunk, RECORD.iter_unpack(view[:count * RECORD.size])))
 
 
 @dataclass(frozen=True)
@@ -351,7 +359,8 @@ class ChunkBatch:
         return _chunks(self.records[start:start + int(self.counts[doc])])
 
 
-_PARALLEL_MIN_BYTES = 1 << 18  # below this, starting a second thread costs more than it saves
+_PARALLEL_MIN_BYTES = 1 << 18  # below this, a second thread costs more than it saves
+_GROUPS_PER_THREAD = 4  # work is handed out in groups, so a slow thread holds up no one
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -370,52 +379,107 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
+class _BatchJob:
+    """Chunking of many documents, in groups of documents that threads take in turn.
+
+    The calling thread takes groups too, rather than only waiting: measured here, two
+    pool threads doing all the work while the caller slept scaled no better than one.
+    Groups finish in any order and are handed to the caller in order, so it can turn
+    finished groups into Python objects while the kernels run on the rest.
+    """
+
+    def __init__(self, docs: Sequence[bytes], params: ChunkParams, threads: int | None):
+        self.docs = list(docs)  # holds the buffers the kernels read by address
+        self.arrays = []  # uint8 views of documents that are not `bytes`, held for the same reason
+        self.addresses = np.empty(len(self.docs), np.uint64)
+        self.lengths = np.empty(len(self.docs), np.int64)
+        for i, doc in enumerate(self.docs):
+            if type(doc) is not bytes:
+                doc = _as_array(doc)
+                self.arrays.append(doc)
+            self.addresses[i] = buffer_address(doc)
+            self.lengths[i] = len(doc)
+        capacities = self.lengths // params.min_size + 1
+        self.slots = np.zeros(len(self.docs), np.int64)  # each document's first record slot
+        np.cumsum(capacities[:-1], out=self.slots[1:])
+        self.records = _new_records(int(capacities.sum()))
+        self.counts = np.zeros(len(self.docs), np.int64)
+        self.params = params
+        total = int(self.lengths.sum())
+        self.threads = threads or default_threads()
+        if total < _PARALLEL_MIN_BYTES or len(self.docs) < 2:
+            self.threads = 1
+        self.groups = self._split(total, 1 if self.threads == 1 else self.threads * _GROUPS_PER_THREAD)
+        self._claims = iter(range(len(self.groups)))  # next() on it is atomic under the GIL
+        self._done = [threading.Event() for _ in self.groups]
+        self._error: BaseException | None = None
+
+    def _split(self, total: int, parts: int) -> list[tuple[int, int]]:
+        """Contiguous runs of documents with about `total / parts` bytes each."""
+        ends = np.searchsorted(np.cumsum(self.lengths), np.arange(1, parts) * (total / parts), "right")
+        edges = sorted({0, len(self.docs), *(int(e) for e in ends if 0 < e < len(self.docs))})
+        return list(itertools.pairwise(edges))
+
+    def _run(self, group: int) -> None:
+        first, stop = self.groups[group]
+        try:
+            _cut_documents(self.addresses, self.lengths, first, stop,
+                           self.params.kernel_settings(final=True), self.slots, self.records, self.counts)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._done[group].set()
+
+    def _work(self) -> None:
+        while (group := next(self._claims, None)) is not None:
+            self._run(group)
+
+    def finished_groups(self) -> Iterator[int]:
+        """Run the job; yield each group's number once it is chunked, in order."""
+        for _ in range(self.threads - 1):
+            _thread_pool().submit(self._work)
+        for group in range(len(self.groups)):
+            while not self._done[group].is_set():
+                claimed = next(self._claims, None)
+                if claimed is None:
+                    self._done[group].wait()
+                else:
+                    self._run(claimed)
+            if self._error is not None:
+                raise self._error
+            yield group
+
+    def dense_records(self, first: int, stop: int) -> np.ndarray:
+        """The records of documents `first` to `stop - 1`, without the unused slots."""
+        dense = _new_records(int(self.counts[first:stop].sum()))
+        _compact(self.slots[first:stop], self.counts[first:stop], self.records, dense)
+        return dense
+
+
 def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
                 threads: int | None = None) -> ChunkBatch:
     """Chunk many documents in one call, in parallel threads that release the GIL."""
-    keep_alive = []  # arrays made from non-bytes documents, alive until the kernels end
-    addresses = np.empty(len(docs), np.uint64)
-    lengths = np.empty(len(docs), np.int64)
-    for i, doc in enumerate(docs):
-        if type(doc) is not bytes:
-            doc = _as_array(doc)
-            keep_alive.append(doc)
-        addresses[i] = buffer_address(doc)
-        lengths[i] = len(doc)
-    capacities = lengths // params.min_size + 1
-    slots = np.zeros(len(docs), np.int64)
-    np.cumsum(capacities[:-1], out=slots[1:])
-    records = _new_records(int(capacities.sum()))
-    counts = np.zeros(len(docs), np.int64)
-    run = partial(_cut_documents, addresses, lengths, min_size=params.min_size,
-                  max_size=params.max_size, threshold_bits=params.boundary_bits,
-                  slots=slots, records=records, counts=counts)
-    threads = threads or default_threads()
-    total_bytes = int(lengths.sum())
-    if threads <= 1 or len(docs) < 2 or total_bytes < _PARALLEL_MIN_BYTES:
-        run(first=0, stop=len(docs))
-    else:
-        # Contiguous runs of documents with about equal bytes each.
-        cut_at = np.searchsorted(np.cumsum(lengths), np.arange(1, threads) * (total_bytes / threads))
-        edges = sorted({0, len(docs), *(int(c) + 1 for c in cut_at if c + 1 < len(docs))})
-        futures = [_thread_pool().submit(run, first=lo, stop=hi) for lo, hi in itertools.pairwise(edges)]
-        for future in futures:
-            future.result()
-    del keep_alive
-    dense = np.empty((int(counts.sum()), RECORD_FIELDS), np.int64)
-    _compact(slots, counts, records, dense)
-    starts = np.zeros(len(docs), np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    return ChunkBatch(counts, starts, dense)
+    job = _BatchJob(docs, params, threads)
+    for _ in job.finished_groups():
+        pass
+    starts = np.zeros(len(job.docs), np.int64)
+    np.cumsum(job.counts[:-1], out=starts[1:])
+    return ChunkBatch(job.counts, starts, job.dense_records(0, len(job.docs)))
 
 
 def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
                threads: int | None = None) -> list[list[Chunk]]:
     """`chunk_content` for each document, computed in parallel; same chunks, same order."""
-    batch = chunk_batch(docs, params, threads)
-    everything = _chunks(batch.records)
-    return [everything[lo:lo + count]
-            for lo, count in zip(batch.starts.tolist(), batch.counts.tolist())]
+    job = _BatchJob(docs, params, threads)
+    result: list[list[Chunk]] = []
+    for group in job.finished_groups():
+        first, stop = job.groups[group]
+        chunks = _chunks(job.dense_records(first, stop))
+        start = 0
+        for count in job.counts[first:stop].tolist():
+            result.append(chunks[start:start + count])
+            start += count
+    return result
 
 
 class Chunker:
@@ -431,6 +495,7 @@ class Chunker:
         self._offset = 0  # offset of _pending[0] in the whole input
         self._index = 0
         self._records = _new_records(2 * params.max_size // params.min_size + 1)
+        self._settings = {final: params.kernel_settings(final) for final in (False, True)}
         self._finished = False
 
     def feed(self, data: bytes) -> list[Chunk]:
@@ -453,12 +518,14 @@ class Chunker:
 
     def _emit(self, final: bool) -> list[Chunk]:
         pending = np.frombuffer(self._pending, np.uint8)
-        count = _cut(pending, self.params.min_size, self.params.max_size,
-                     self.params.boundary_bits, final, self._index, self._offset, self._records)
+        count = _cut(pending, self._settings[final], self._records)
         del pending  # the bytearray cannot shrink while a view of it exists
         if count == 0:
             return []
-        chunks = _chunks(self._records[:count])
+        records = self._records[:count]
+        records[:, 0] += self._index  # the kernel counts from the start of what it was given
+        records[:, 1] += self._offset
+        chunks = _chunks(records)
         consumed = chunks[-1].end - self._offset
         del self._pending[:consumed]
         self._offset += consumed

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from cdc import __version__, chunk_content
 from tests import textgen
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cdc(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -76,3 +79,13 @@ def test_diff_reports_the_exact_edit(tmp_path):
     report = json.loads(cdc("diff", "--json", str(old), str(new)).stdout)
     assert report["edits"] == [{"kind": "replace", "old_offset": at, "old_length": 6,
                                 "new_offset": at, "new_length": 6}]
+
+
+def test_the_readme_example_shows_what_the_readme_says():
+    result = subprocess.run([sys.executable, "-m", "cdc", "diff", "examples/old.txt", "examples/new.txt"],
+                            capture_output=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    shown = result.stdout.decode()
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("cdc diff examples/old.txt examples/new.txt\n```\n\n```\n", 1)[1].split("```")[0]
+    assert shown == block
