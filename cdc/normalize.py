@@ -26,13 +26,17 @@ NORMALIZATION_VERSION = "norm-v1"
 # formatting characters that CMSs sprinkle into otherwise unchanged text.
 INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u200b\u2060\ufeff]")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+ASCII_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 
 
 def normalize_text(text: str) -> str:
     """Clean, compose (NFC) and fold whitespace to single spaces; idempotent."""
-    text = INVISIBLE.sub("", text)
-    text = LONE_SURROGATE.sub("\ufffd", text)
-    text = unicodedata.normalize("NFC", text)
+    if text.isascii():  # known without a scan: most pages, and no composing or surrogates
+        text = ASCII_CONTROL.sub("", text)
+    else:
+        text = INVISIBLE.sub("", text)
+        text = LONE_SURROGATE.sub("\ufffd", text)
+        text = unicodedata.normalize("NFC", text)
     return " ".join(text.split())
 
 

@@ -17,11 +17,12 @@ Offsets and lengths are in bytes of the two texts.
 
 from __future__ import annotations
 
-import re
+import itertools
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import NamedTuple
 
+import numpy as np
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
@@ -30,8 +31,9 @@ INSERT = "insert"
 DELETE = "delete"
 REPLACE = "replace"
 
-WORD = re.compile(rb"\S+")
-WHITESPACE = b" \t\n\r\x0b\x0c"
+WHITESPACE = b" \t\n\r\x0b\x0c"  # what bytes.split() splits on
+IS_SPACE = np.zeros(256, bool)
+IS_SPACE[list(WHITESPACE)] = True
 WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a word boundary
 SHORT_EQUALITY = 24  # bytes of equal words between changes that count as noise
 
@@ -156,12 +158,24 @@ def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int
 
 
 def _words(text: bytes, pieces: list[list[int]]) -> tuple[list[bytes], list[tuple[int, int, int]]]:
-    """Words of the pieces, and for each its (start, end, piece number)."""
-    words, places = [], []
+    """Words of the pieces, and for each its (start, end, piece number).
+
+    `bytes.split()` cuts the words in C; their offsets come from one vectorised pass over
+    the whitespace mask (both split on the same six ASCII whitespace bytes).
+    """
+    words: list[bytes] = []
+    places: list[tuple[int, int, int]] = []
     for number, (start, end) in enumerate(pieces):
-        for match in WORD.finditer(text, start, end):
-            words.append(match.group())
-            places.append((*match.span(), number))
+        segment = text[start:end]
+        found = segment.split()
+        if not found:
+            continue
+        space = IS_SPACE[np.frombuffer(segment, np.uint8)]
+        edges = np.flatnonzero(np.diff(space, prepend=True, append=True))  # word, gap, word, ...
+        begins = (edges[0::2] + start).tolist()
+        ends = (edges[1::2] + start).tolist()
+        words += found
+        places += zip(begins, ends, itertools.repeat(number))
     return words, places
 
 

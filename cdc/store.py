@@ -1,0 +1,722 @@
+"""The chunk store: one DuckDB file, and every SQL string of the project.
+
+Tables (all times UTC):
+
+- `meta`: schema version, the chunker `SPEC`, the retention policy.
+- `pages`: one row per natural key (canonical URL): host, last URL seen, retention class,
+  latest generation, when it was first seen, last fetched with new content, last checked.
+- `generations`: one row per distinct version of a page: fetched_at, content digest, length,
+  chunk count, and the normalised text while the generation is retained.
+- `content_chunks`: the seed's columns (natural_key, generation, chunk_index, digest,
+  length) for retained generations.
+- `changes`: one row per generation, kept for good (it holds no content beyond a short
+  excerpt): the measures of the change from the previous generation, and its verdict.
+
+**Readers and writers.** DuckDB lets one process at a time open a file for writing, and
+none may hold it open meanwhile, not even to read. So no connection lives long: a writer
+opens the file for one batch (one transaction) and closes it; a reader opens it read-only
+for one query and closes it. Each waits, with backoff, while another process holds a
+conflicting lock. The dashboard therefore sees every batch a running ingest commits, and
+the ingest never fails because someone is looking.
+
+Values are always bound parameters; table contents arrive in bulk as Arrow tables.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from cdc.errors import CdcError
+
+SCHEMA_VERSION = 1
+DEFAULT_KEEP = 3
+LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
+
+
+class StoreError(CdcError):
+    """The store cannot be used as asked."""
+
+
+class StoreNotFoundError(StoreError):
+    """There is no store at the given path."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's lock for longer than we wait."""
+
+
+class SpecMismatchError(StoreError):
+    """The store's digests were made under another chunker spec or schema."""
+
+
+SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS pages (
+        natural_key VARCHAR NOT NULL,
+        url VARCHAR NOT NULL,
+        host VARCHAR NOT NULL,
+        retention_class VARCHAR,
+        latest_generation INTEGER NOT NULL,
+        first_seen TIMESTAMP NOT NULL,
+        last_fetched TIMESTAMP NOT NULL,
+        last_checked TIMESTAMP NOT NULL,
+        etag VARCHAR,
+        last_modified VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS generations (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        fetched_at TIMESTAMP NOT NULL,
+        content_digest BLOB NOT NULL,
+        length INTEGER NOT NULL,
+        chunk_count INTEGER NOT NULL,
+        text VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS content_chunks (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        digest BLOB NOT NULL,
+        length INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS changes (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        previous_generation INTEGER,
+        fetched_at TIMESTAMP NOT NULL,
+        similarity DOUBLE,
+        unchanged_ratio DOUBLE,
+        retained_ratio DOUBLE,
+        bytes_added INTEGER NOT NULL,
+        bytes_removed INTEGER NOT NULL,
+        regions INTEGER NOT NULL,
+        verdict VARCHAR NOT NULL,
+        excerpt VARCHAR
+    )""",
+]
+
+TABLES = ("pages", "generations", "content_chunks", "changes")
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """How many generations keep their text and chunk rows: per class, else `keep`."""
+
+    keep: int = DEFAULT_KEEP
+    classes: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in (("keep", self.keep), *self.classes):
+            if type(value) is not int or value < 1:
+                raise StoreError(
+                    f"a retention limit must be a whole number of at least 1, got {name}={value!r}")
+
+    def for_class(self, retention_class: str | None) -> int:
+        return dict(self.classes).get(retention_class, self.keep) if retention_class else self.keep
+
+    def to_json(self) -> str:
+        return json.dumps({"keep": self.keep, "classes": dict(self.classes)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RetentionPolicy:
+        data = json.loads(text)
+        return cls(int(data["keep"]), tuple(sorted((k, int(v)) for k, v in data["classes"].items())))
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What ingest needs to know of a page's latest generation to compare a new one."""
+
+    natural_key: str
+    latest_generation: int
+    last_fetched: datetime
+    last_checked: datetime
+    content_digest: bytes
+    text: bytes | None
+    chunk_digests: list[bytes]
+    chunk_lengths: list[int]
+
+
+@dataclass(frozen=True)
+class WriteBatch:
+    """Everything one ingest batch writes, as Arrow tables, in one transaction."""
+
+    pages: pa.Table  # new and updated pages, all columns of `pages`
+    generations: pa.Table
+    chunks: pa.Table
+    changes: pa.Table
+    checked: pa.Table  # natural_key, last_checked: pages seen again with identical content
+
+
+def _one(result: duckdb.DuckDBPyConnection) -> tuple | None:
+    """The first row of a query, reading the result to its end (DuckDB wants it finished)."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
+
+
+def _is_lock_conflict(exc: duckdb.Error) -> bool:
+    return "lock" in str(exc).lower()
+
+
+class Store:
+    """A chunk store file. Cheap to make: it opens the file only for each call."""
+
+    def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
+                 lock_timeout: float = LOCK_TIMEOUT):
+        self.path = Path(path)
+        self.spec = spec
+        self.lock_timeout = lock_timeout
+        self._lock_depth = 0
+
+    # --- connections --------------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not write and not self.path.exists():
+            raise StoreNotFoundError(f"no store at {self.path}; build one with `cdc ingest FILE`")
+        if write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
+            try:
+                connection = duckdb.connect(str(self.path), read_only=not write)
+                break
+            except duckdb.IOException as exc:
+                if not _is_lock_conflict(exc):
+                    raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(
+                        f"the store {self.path} is locked by another process that is writing to "
+                        f"it; wait for it to finish and try again ({exc})") from exc
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.25)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """cdc's own lock for writers, held across a whole batch or a file swap.
+
+        DuckDB's lock lasts as long as a connection; this one lets a writer read page
+        states, compute, then write without another writer slipping in between, and lets
+        a compaction close the database and swap files while no writer can open it.
+        Readers do not take it. Re-entrant within one Store object.
+        """
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "a") as handle:
+            deadline = time.monotonic() + self.lock_timeout
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise StoreBusyError(
+                            f"another cdc process is writing to {self.path}; wait for it to "
+                            "finish and try again") from None
+                    time.sleep(0.05)
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection for a few queries; released at the end of the block."""
+        with self._connect(write=False) as connection:
+            self._check_meta(connection)
+            yield connection
+
+    @contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A write connection with the schema in place, inside one transaction."""
+        with self.write_lock(), self._connect(write=True) as connection:
+            self._ensure_schema(connection)
+            connection.execute("BEGIN TRANSACTION")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    # --- meta and schema -------------------------------------------------------------------
+
+    def _ensure_schema(self, connection: duckdb.DuckDBPyConnection) -> None:
+        tables = {row[0] for row in connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+        if "meta" not in tables:
+            if tables:
+                raise StoreError(f"{self.path} is a DuckDB file but not a cdc store; give another path")
+            for statement in SCHEMA:
+                connection.execute(statement)
+            connection.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema_version", str(SCHEMA_VERSION)),
+                ("spec", self.spec or _default_spec()),
+                ("retention", RetentionPolicy().to_json()),
+            ])
+            return
+        self._check_meta(connection)
+
+    def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> None:
+        try:
+            meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+        except duckdb.CatalogException as exc:
+            raise StoreError(f"{self.path} is not a cdc store (it has no meta table)") from exc
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise SpecMismatchError(
+                f"{self.path} was written by a newer cdc (schema {version}, this one reads "
+                f"{SCHEMA_VERSION}); upgrade cdc with `pip install -r requirements.txt`")
+        expected = self.spec or _default_spec()
+        if meta.get("spec") != expected:
+            raise SpecMismatchError(
+                f"{self.path} holds digests made under chunker spec {meta.get('spec')}, and this "
+                f"cdc makes {expected}: digests of two specs never compare. Ingest into a new "
+                "store (--db NEWPATH), or re-ingest the crawl there")
+
+    def meta(self) -> dict[str, str]:
+        with self.reading() as connection:
+            return dict(connection.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, connection: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+        connection.execute("DELETE FROM meta WHERE key = ?", [key])
+        connection.execute("INSERT INTO meta VALUES (?, ?)", [key, value])
+
+    def retention(self, connection: duckdb.DuckDBPyConnection | None = None) -> RetentionPolicy:
+        if connection is None:
+            with self.reading() as connection:
+                return self.retention(connection)
+        row = _one(connection.execute("SELECT value FROM meta WHERE key = 'retention'"))
+        return RetentionPolicy.from_json(row[0]) if row else RetentionPolicy()
+
+    # --- ingest ------------------------------------------------------------------------------
+
+    def page_states(self, connection: duckdb.DuckDBPyConnection,
+                    keys: Sequence[str]) -> dict[str, PageState]:
+        """The latest generation of each page among `keys` that the store has."""
+        if not keys:
+            return {}
+        wanted = pa.table({"natural_key": pa.array(list(keys), pa.string())})
+        connection.register("wanted_keys", wanted)
+        try:
+            rows = connection.execute("""
+                SELECT p.natural_key, p.latest_generation, p.last_fetched, p.last_checked,
+                       g.content_digest, g.text
+                FROM pages p
+                JOIN wanted_keys w USING (natural_key)
+                JOIN generations g ON g.natural_key = p.natural_key
+                                  AND g.generation = p.latest_generation
+            """).fetchall()
+            chunk_rows = connection.execute("""
+                SELECT c.natural_key, list(c.digest ORDER BY c.chunk_index),
+                       list(c.length ORDER BY c.chunk_index)
+                FROM content_chunks c
+                JOIN pages p ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+                JOIN wanted_keys w ON w.natural_key = c.natural_key
+                GROUP BY c.natural_key
+            """).fetchall()
+        finally:
+            connection.unregister("wanted_keys")
+        chunks = {key: (digests, lengths) for key, digests, lengths in chunk_rows}
+        states = {}
+        for key, generation, fetched, checked, digest, text in rows:
+            digests, lengths = chunks.get(key, ([], []))
+            states[key] = PageState(key, generation, fetched, checked, digest,
+                                    text.encode("utf-8") if text is not None else None,
+                                    digests, lengths)
+        return states
+
+    def known_versions(self, connection: duckdb.DuckDBPyConnection,
+                       keys: Sequence[str]) -> dict[str, set[bytes]]:
+        """The content digest of every generation of the pages among `keys`."""
+        if not keys:
+            return {}
+        connection.register("wanted_keys", pa.table({"natural_key": pa.array(list(keys), pa.string())}))
+        try:
+            rows = connection.execute("""
+                SELECT g.natural_key, g.content_digest
+                FROM generations g JOIN wanted_keys w USING (natural_key)
+            """).fetchall()
+        finally:
+            connection.unregister("wanted_keys")
+        known: dict[str, set[bytes]] = {}
+        for key, digest in rows:
+            known.setdefault(key, set()).add(digest)
+        return known
+
+    def write(self, connection: duckdb.DuckDBPyConnection, batch: WriteBatch) -> None:
+        """Append one batch: rows in bulk, pages upserted, old generations trimmed."""
+        for name, table in (("batch_pages", batch.pages), ("batch_generations", batch.generations),
+                            ("batch_chunks", batch.chunks), ("batch_changes", batch.changes),
+                            ("batch_checked", batch.checked)):
+            connection.register(name, table)
+        try:
+            connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
+            connection.execute("INSERT INTO content_chunks SELECT * FROM batch_chunks")
+            connection.execute("INSERT INTO changes SELECT * FROM batch_changes")
+            connection.execute("""
+                UPDATE pages SET url = b.url,
+                       retention_class = coalesce(b.retention_class, pages.retention_class),
+                       latest_generation = b.latest_generation, last_fetched = b.last_fetched,
+                       last_checked = greatest(pages.last_checked, b.last_checked)
+                FROM batch_pages b WHERE pages.natural_key = b.natural_key
+            """)
+            connection.execute("""
+                INSERT INTO pages SELECT b.* FROM batch_pages b
+                WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.natural_key = b.natural_key)
+            """)
+            connection.execute("""
+                UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
+                FROM batch_checked c WHERE pages.natural_key = c.natural_key
+            """)
+            self._trim(connection, "SELECT natural_key FROM batch_pages")
+        finally:
+            for name in ("batch_pages", "batch_generations", "batch_chunks", "batch_changes",
+                         "batch_checked"):
+                connection.unregister(name)
+
+    def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> None:
+        """Drop text and chunk rows of generations past each page's retention limit."""
+        policy = self.retention(connection)
+        limits = pa.table({
+            "retention_class": pa.array([name for name, _ in policy.classes], pa.string()),
+            "keep": pa.array([keep for _, keep in policy.classes], pa.int32()),
+        })
+        connection.register("class_limits", limits)
+        try:
+            # keys_query is one of this module's own constant queries, never user input.
+            expired = f"""
+                SELECT p.natural_key, p.latest_generation - coalesce(l.keep, ?) AS last_expired
+                FROM pages p LEFT JOIN class_limits l USING (retention_class)
+                WHERE p.natural_key IN ({keys_query})
+            """
+            connection.execute(f"""
+                DELETE FROM content_chunks USING ({expired}) e
+                WHERE content_chunks.natural_key = e.natural_key
+                  AND content_chunks.generation <= e.last_expired
+            """, [policy.keep])
+            connection.execute(f"""
+                UPDATE generations SET text = NULL FROM ({expired}) e
+                WHERE generations.natural_key = e.natural_key
+                  AND generations.generation <= e.last_expired AND generations.text IS NOT NULL
+            """, [policy.keep])
+        finally:
+            connection.unregister("class_limits")
+
+    def prune(self, policy: RetentionPolicy) -> None:
+        """Apply a new retention policy to every page, and keep it for later ingests."""
+        with self.writing() as connection:
+            self.set_meta(connection, "retention", policy.to_json())
+            self._trim(connection, "SELECT natural_key FROM pages")
+        self._compact()
+
+    def set_retention(self, policy: RetentionPolicy) -> None:
+        with self.writing() as connection:
+            self.set_meta(connection, "retention", policy.to_json())
+
+    # --- erasure -----------------------------------------------------------------------------
+
+    def erase(self, natural_key: str) -> int:
+        """Remove a page from every table, then rewrite the file so its text is gone.
+
+        DuckDB leaves deleted rows' bytes in freed blocks, so a delete and a checkpoint are
+        not enough: the live data is copied to a fresh file that replaces the old one.
+        Returns the number of rows removed.
+        """
+        removed = 0
+        with self.writing() as connection:
+            for table in TABLES:
+                (count,) = _one(connection.execute(
+                    f"SELECT count(*) FROM {table} WHERE natural_key = ?", [natural_key]))
+                connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
+                removed += count
+        self._compact()
+        return removed
+
+    def _compact(self) -> None:
+        """Rewrite the store into a new file holding only live rows, and swap it in."""
+        fresh = self.path.with_name(self.path.name + ".compact")
+        with self.write_lock():
+            for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+            with self._connect(write=True) as connection:
+                connection.execute("CHECKPOINT")
+                connection.execute("ATTACH ? AS fresh", [str(fresh)])
+                connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
+                connection.execute("DETACH fresh")
+            # Closed and checkpointed, so no WAL belongs to the old file; no writer can open
+            # it while we hold the write lock, and readers that have it open keep reading it.
+            os.replace(fresh, self.path)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        with self.reading() as connection:
+            counts = {table: _one(connection.execute(f"SELECT count(*) FROM {table}"))[0]
+                      for table in TABLES}
+            counts["hosts"] = _one(connection.execute("SELECT count(DISTINCT host) FROM pages"))[0]
+            counts["retained_generations"] = _one(connection.execute(
+                "SELECT count(*) FROM generations WHERE text IS NOT NULL"))[0]
+        counts["file_bytes"] = self.path.stat().st_size
+        return counts
+
+    def page(self, natural_key: str) -> PageInfo | None:
+        with self.reading() as connection:
+            row = _one(connection.execute(f"SELECT {_PAGE_COLUMNS} FROM pages WHERE natural_key = ?",
+                                          [natural_key]))
+        return PageInfo(*row) if row else None
+
+    def find_pages(self, fragment: str, limit: int = 20) -> list[str]:
+        """Natural keys that contain `fragment`, for "did you mean" and type-ahead."""
+        with self.reading() as connection:
+            rows = connection.execute(
+                "SELECT natural_key FROM pages WHERE contains(natural_key, ?) ORDER BY natural_key LIMIT ?",
+                [fragment, limit]).fetchall()
+        return [row[0] for row in rows]
+
+    def generations(self, natural_key: str) -> list[GenerationInfo]:
+        """Every generation of a page, oldest first, with the change that made it."""
+        with self.reading() as connection:
+            rows = connection.execute("""
+                SELECT g.generation, g.fetched_at, g.length, g.chunk_count, g.text IS NOT NULL,
+                       c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio,
+                       c.bytes_added, c.bytes_removed, c.excerpt
+                FROM generations g
+                LEFT JOIN changes c USING (natural_key, generation)
+                WHERE g.natural_key = ?
+                ORDER BY g.generation
+            """, [natural_key]).fetchall()
+        return [GenerationInfo(*row) for row in rows]
+
+    def version(self, natural_key: str, generation: int) -> Version | None:
+        """A retained generation's text and chunks; None when it is not retained."""
+        with self.reading() as connection:
+            row = _one(connection.execute(
+                "SELECT text FROM generations WHERE natural_key = ? AND generation = ?",
+                [natural_key, generation]))
+            if row is None or row[0] is None:
+                return None
+            chunks = connection.execute("""
+                SELECT digest, length FROM content_chunks
+                WHERE natural_key = ? AND generation = ? ORDER BY chunk_index
+            """, [natural_key, generation]).fetchall()
+        return Version(natural_key, generation, row[0].encode("utf-8"), chunks)
+
+    def history(self, natural_key: str) -> list[ChangeRow]:
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.natural_key = ? ORDER BY c.generation
+            """, [natural_key]).fetchall()
+        return [ChangeRow(*row) for row in rows]
+
+    def changes(self, *, host: str | None = None, since: datetime | None = None,
+                until: datetime | None = None, verdicts: Sequence[str] = (),
+                min_change: float = 0.0, limit: int | None = None) -> list[ChangeRow]:
+        """Change summaries, newest first, filtered; what the CSV export writes."""
+        conditions, values = [], []
+        if host:
+            conditions.append("p.host = ?")
+            values.append(host)
+        if since:
+            conditions.append("c.fetched_at >= ?")
+            values.append(since)
+        if until:
+            conditions.append("c.fetched_at < ?")
+            values.append(until)
+        if verdicts:
+            conditions.append("list_contains(?, c.verdict)")
+            values.append(list(verdicts))
+        if min_change > 0:
+            conditions.append("(1 - coalesce(least(c.unchanged_ratio, c.retained_ratio), 0)) >= ?")
+            values.append(min_change)
+        where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+        tail = "LIMIT ?" if limit is not None else ""
+        if limit is not None:
+            values.append(limit)
+        with self.reading() as connection:
+            # Only this module's fixed condition strings are joined in; values are bound.
+            rows = connection.execute(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                {where} ORDER BY c.fetched_at DESC, c.natural_key, c.generation DESC {tail}
+            """, values).fetchall()
+        return [ChangeRow(*row) for row in rows]
+
+    def host_pages(self, host: str) -> list[tuple]:
+        """A host's pages with their latest change: url, generation, fetched_at, verdict, similarity."""
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT p.natural_key, p.latest_generation, p.last_fetched, c.verdict,
+                       c.unchanged_ratio, c.bytes_added, c.bytes_removed
+                FROM pages p LEFT JOIN changes c
+                  ON c.natural_key = p.natural_key AND c.generation = p.latest_generation
+                WHERE p.host = ? ORDER BY p.natural_key
+            """, [host]).fetchall()
+
+    def hosts(self) -> list[tuple[str, int]]:
+        with self.reading() as connection:
+            return connection.execute(
+                "SELECT host, count(*) FROM pages GROUP BY host ORDER BY host").fetchall()
+
+    # --- boilerplate ------------------------------------------------------------------------
+
+    def host_boilerplate(self, host: str, share: float, min_pages: int) -> list[tuple]:
+        """Digests on more than `share` of a host's pages (latest generations), at least
+        `min_pages` of them: digest, pages, share, and one place to cut a sample from."""
+        with self.reading() as connection:
+            return connection.execute("""
+                WITH latest AS (
+                    SELECT c.natural_key, c.generation, c.chunk_index, c.digest
+                    FROM content_chunks c JOIN pages p
+                      ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+                    WHERE p.host = ?
+                ),
+                host_size AS (SELECT count(*) AS pages FROM pages WHERE host = ?),
+                counted AS (
+                    SELECT digest, count(DISTINCT natural_key) AS pages,
+                           min(struct_pack(natural_key := natural_key, generation := generation,
+                                           chunk_index := chunk_index)) AS sample
+                    FROM latest GROUP BY digest
+                )
+                SELECT c.digest, c.pages, c.pages / h.pages AS share,
+                       c.sample.natural_key, c.sample.generation, c.sample.chunk_index
+                FROM counted c, host_size h
+                WHERE c.pages >= ? AND c.pages > ? * h.pages
+                ORDER BY c.pages DESC, c.digest
+            """, [host, host, min_pages, share]).fetchall()
+
+    def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
+        return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
+
+    def shared_across_hosts(self, min_hosts: int = 2, limit: int = 1000) -> list[tuple]:
+        """Digests in the latest generations of pages on `min_hosts` or more hosts."""
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT c.digest, count(DISTINCT p.host) AS hosts, list(DISTINCT p.host ORDER BY p.host),
+                       count(DISTINCT p.natural_key) AS pages,
+                       min(struct_pack(natural_key := c.natural_key, generation := c.generation,
+                                       chunk_index := c.chunk_index)) AS sample
+                FROM content_chunks c JOIN pages p
+                  ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+                GROUP BY c.digest HAVING count(DISTINCT p.host) >= ?
+                ORDER BY hosts DESC, pages DESC, c.digest LIMIT ?
+            """, [min_hosts, limit]).fetchall()
+
+    def pages_with_digest(self, digest: bytes) -> list[tuple[str, int, int]]:
+        """Every retained (page, generation, chunk index) that holds a digest."""
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT natural_key, generation, chunk_index FROM content_chunks
+                WHERE digest = ? ORDER BY natural_key, generation, chunk_index
+            """, [digest]).fetchall()
+
+    def chunk_text(self, natural_key: str, generation: int, chunk_index: int) -> bytes | None:
+        """The bytes of one retained chunk, cut from its generation's text."""
+        version = self.version(natural_key, generation)
+        if version is None or chunk_index >= len(version.chunks):
+            return None
+        offset = sum(length for _, length in version.chunks[:chunk_index])
+        return version.text[offset:offset + version.chunks[chunk_index][1]]
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    natural_key: str
+    url: str
+    host: str
+    retention_class: str | None
+    latest_generation: int
+    first_seen: datetime
+    last_fetched: datetime
+    last_checked: datetime
+
+
+_PAGE_COLUMNS = ("natural_key, url, host, retention_class, latest_generation, first_seen, "
+                 "last_fetched, last_checked")
+
+
+@dataclass(frozen=True)
+class GenerationInfo:
+    generation: int
+    fetched_at: datetime
+    length: int
+    chunk_count: int
+    retained: bool
+    verdict: str | None
+    similarity: float | None
+    unchanged_ratio: float | None
+    retained_ratio: float | None
+    bytes_added: int | None
+    bytes_removed: int | None
+    excerpt: str | None
+
+
+@dataclass(frozen=True)
+class Version:
+    natural_key: str
+    generation: int
+    text: bytes
+    chunks: list[tuple[bytes, int]]  # digest, length, in order
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One row of `changes` with its page's URL and host: a change summary."""
+
+    natural_key: str
+    host: str
+    generation: int
+    previous_generation: int | None
+    fetched_at: datetime
+    verdict: str
+    similarity: float | None
+    unchanged_ratio: float | None
+    retained_ratio: float | None
+    bytes_added: int
+    bytes_removed: int
+    regions: int
+    excerpt: str | None
+
+
+_CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
+                   "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
+                   "c.bytes_removed, c.regions, c.excerpt")
+
+
+def _database_name(connection: duckdb.DuckDBPyConnection) -> str:
+    (name,) = _one(connection.execute("SELECT current_database()"))
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _default_spec() -> str:
+    from cdc import SPEC
+
+    return SPEC
