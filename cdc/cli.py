@@ -1,6 +1,7 @@
 """The `cdc` command line.
 
-Exit codes: 0 all good; 1 failure (a message says what to do); 2 bad usage.
+Exit codes: 0 all good; 1 failure (a one-line message says what to do); 2 bad usage;
+3 done, but some input records were skipped (the summary lists them).
 """
 
 from __future__ import annotations
@@ -9,17 +10,29 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from datetime import datetime
+from typing import BinaryIO, TextIO
 
 from cdc import __version__
+from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content
-from cdc.compare import ChangeReport, compare
+from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.errors import CdcError
+from cdc.export import write_changes_csv
+from cdc.ingest import NEW, Ingester, IngestSummary, parse_time
+from cdc.queries import compare_generations, find_page
+from cdc.sources import iter_records, open_input
+from cdc.store import RetentionPolicy, Store
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_SKIPPED = 3
+
+DEFAULT_DB = "data/cdc.duckdb"
+SHOWN_PROBLEMS = 20  # bad records listed one by one in a summary
 
 READ_SIZE = 1 << 20
 
@@ -132,6 +145,160 @@ def _diff_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _store(args: argparse.Namespace) -> Store:
+    return Store(args.db)
+
+
+def _progress(summary: IngestSummary, started: float, stream: TextIO) -> None:
+    elapsed = max(time.monotonic() - started, 1e-9)
+    stream.write(f"\r{summary.records:,} records, {summary.new_generations:,} new generations, "
+                 f"{len(summary.bad):,} bad, {summary.records / elapsed:,.0f} records/s ")
+    stream.flush()
+
+
+def _print_summary(summary: IngestSummary, elapsed: float) -> None:
+    out = sys.stdout
+    out.write(f"records read      {summary.records:>10,}\n"
+              f"pages             {len(summary.pages):>10,}  ({summary.new_pages:,} new)\n"
+              f"new generations   {summary.new_generations:>10,}\n"
+              f"unchanged         {summary.unchanged:>10,}\n"
+              f"older than stored {len(summary.stale):>10,}  (skipped: history is kept in fetch order)\n"
+              f"bad records       {len(summary.bad):>10,}\n"
+              f"time              {elapsed:>10.2f} s\n")
+    problems = [f"{bad.source}:{bad.line}: {bad.reason}" for bad in summary.bad]
+    problems += [f"{source}:{line}: older than the stored history of {url}"
+                 for source, line, url in summary.stale]
+    for problem in problems[:SHOWN_PROBLEMS]:
+        out.write(f"  skipped {problem}\n")
+    if len(problems) > SHOWN_PROBLEMS:
+        out.write(f"  ... and {len(problems) - SHOWN_PROBLEMS:,} more\n")
+
+
+def _retention_policy(args: argparse.Namespace, current: RetentionPolicy) -> RetentionPolicy:
+    classes = dict(current.classes)
+    for item in args.class_keep or []:
+        name, _, value = item.partition("=")
+        if not name or not value.isdigit():
+            raise CdcError(f"--class-keep takes CLASS=N, got {item!r}")
+        classes[name] = int(value)
+    keep = args.keep if args.keep is not None else current.keep
+    return RetentionPolicy(keep, tuple(sorted(classes.items())))
+
+
+def _ingest_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    if args.keep is not None or args.class_keep:
+        current = store.retention() if store.path.exists() else RetentionPolicy()
+        store.set_retention(_retention_policy(args, current))
+    started = time.monotonic()
+    show = sys.stderr.isatty() and not args.quiet
+    ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None)
+    for name in args.files:
+        open_input(name).close() if name != "-" else None  # a missing file fails before any work
+    for name in args.files:
+        ingester.run(iter_records(name))
+    if show:
+        sys.stderr.write("\n")
+    _print_summary(ingester.summary, time.monotonic() - started)
+    return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    result = compare_generations(_store(args), args.url, args.old, args.new, args.ignore_boilerplate)
+    if args.json:
+        print(json.dumps({"url": result.page.natural_key, "from": result.old.generation,
+                          "to": result.new.generation, **_report_dict(result.report)}))
+    else:
+        print(f"{result.page.natural_key}: generation {result.old.generation} -> {result.new.generation}"
+              + (f" ({len(result.ignored)} boilerplate chunks left out)" if result.ignored else ""))
+        _print_report(result.report, result.old.text, result.new.text)
+    return EXIT_OK
+
+
+def _history_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    page = find_page(store, args.url)
+    print(f"{page.natural_key}  host {page.host}  first seen {page.first_seen:%Y-%m-%d %H:%M}  "
+          f"last checked {page.last_checked:%Y-%m-%d %H:%M}")
+    print("gen  fetched_at        verdict         unchanged   +bytes   -bytes  kept  what changed")
+    for g in store.generations(page.natural_key):
+        unchanged = f"{g.unchanged_ratio:.3f}" if g.unchanged_ratio is not None else "-"
+        print(f"{g.generation:>3}  {g.fetched_at:%Y-%m-%d %H:%M}  {g.verdict or '-':<14} {unchanged:>9} "
+              f"{g.bytes_added or 0:>8,} {g.bytes_removed or 0:>8,}  {'yes' if g.retained else 'no':>4}  "
+              f"{(g.excerpt or '')[:60]}")
+    return EXIT_OK
+
+
+def _time_option(value: str) -> datetime:
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _export_command(args: argparse.Namespace) -> int:
+    rows = _store(args).changes(host=args.host, since=args.since, until=args.until,
+                                verdicts=args.verdict or (), min_change=args.min_change)
+    if args.output in (None, "-"):
+        sys.stdout.reconfigure(newline="")
+        count = write_changes_csv(rows, sys.stdout)
+    else:
+        with open(args.output, "w", encoding="utf-8", newline="") as out:
+            count = write_changes_csv(rows, out)
+        print(f"{count:,} changes written to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _boilerplate_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    hosts = [args.host] if args.host else [host for host, _ in store.hosts()]
+    for host in hosts:
+        chunks = host_boilerplate(store, host, args.share, args.min_pages)
+        print(f"{host}: {len(chunks)} boilerplate chunks")
+        for chunk in chunks:
+            print(f"  {chunk.hex[:16]}  {chunk.pages:>6,} pages  {chunk.share:6.1%}  {chunk.sample[:70]}")
+    if not args.host:
+        shared = shared_across_hosts(store)
+        print(f"shared across hosts: {len(shared)} chunks")
+        for chunk in shared:
+            print(f"  {chunk.hex[:16]}  {len(chunk.hosts)} hosts ({', '.join(chunk.hosts[:4])})  "
+                  f"{chunk.sample[:50]}")
+    return EXIT_OK
+
+
+def _erase_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    page = find_page(store, args.url)
+    removed = store.erase(page.natural_key)
+    print(f"erased {page.natural_key}: {removed:,} rows removed and the file rewritten without them")
+    return EXIT_OK
+
+
+def _prune_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    policy = _retention_policy(args, store.retention())
+    before = store.stats()
+    store.prune(policy)
+    after = store.stats()
+    print(f"kept {policy.keep} generations per page"
+          + "".join(f", {keep} for class {name}" for name, keep in policy.classes)
+          + f"; chunk rows {before['content_chunks']:,} -> {after['content_chunks']:,}, "
+          f"texts {before['retained_generations']:,} -> {after['retained_generations']:,}")
+    return EXIT_OK
+
+
+def _stats_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    stats = store.stats()
+    meta = store.meta()
+    for name in ("hosts", "pages", "generations", "retained_generations", "content_chunks", "changes"):
+        print(f"{name:<22}{stats[name]:>12,}")
+    print(f"{'file bytes':<22}{stats['file_bytes']:>12,}")
+    print(f"{'spec':<22}{meta.get('spec')}")
+    print(f"{'retention':<22}{meta.get('retention')}")
+    return EXIT_OK
+
+
 def _add_size_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--avg-size", type=int, default=DEFAULT_PARAMS.avg_size,
                         help="average distance between boundaries, a power of two (default %(default)s)")
@@ -145,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc", description="Which part of a page changed between two crawls, and how much.")
     parser.add_argument("--version", action="version", version=f"cdc {__version__}")
+    parser.add_argument("--db", default=os.environ.get("CDC_DB") or DEFAULT_DB, metavar="PATH",
+                        help=f"the store (default: $CDC_DB, else {DEFAULT_DB})")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     chunk = commands.add_parser("chunk", help="print the chunks of files (streamed; - is stdin)")
@@ -159,6 +328,59 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="the report as JSON")
     _add_size_options(diff)
     diff.set_defaults(run=_diff_command)
+
+    ingest = commands.add_parser(
+        "ingest", help="add crawl records (JSONL, .jsonl.gz, - for stdin) to the store")
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    ingest.add_argument("--keep", type=int, help="generations per page that keep text and chunks (default 3)")
+    ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
+                        help="a retention class's own limit (repeatable)")
+    ingest.add_argument("--quiet", action="store_true", help="no progress line")
+    ingest.set_defaults(run=_ingest_command)
+
+    compare_ = commands.add_parser("compare", help="what changed between two generations of a URL")
+    compare_.add_argument("url", metavar="URL")
+    compare_.add_argument("--from", dest="old", type=int, metavar="G",
+                          help="older generation (default: the one before --to)")
+    compare_.add_argument("--to", dest="new", type=int, metavar="G",
+                          help="newer generation (default: the latest)")
+    compare_.add_argument("--ignore-boilerplate", action="store_true",
+                          help="leave the host's boilerplate out")
+    compare_.add_argument("--json", action="store_true", help="the report as JSON")
+    compare_.set_defaults(run=_compare_command)
+
+    history = commands.add_parser("history", help="the generations of a URL and how each changed")
+    history.add_argument("url", metavar="URL")
+    history.set_defaults(run=_history_command)
+
+    export = commands.add_parser("export", help="change summaries as CSV")
+    export.add_argument("--host")
+    export.add_argument("--since", type=_time_option, help="fetched at or after (ISO 8601, UTC)")
+    export.add_argument("--until", type=_time_option, help="fetched before (ISO 8601, UTC)")
+    export.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
+    export.add_argument("--min-change", type=float, default=0.0, metavar="X",
+                        help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export.set_defaults(run=_export_command)
+
+    boilerplate = commands.add_parser("boilerplate", help="chunks shared by a host's pages, and across hosts")
+    boilerplate.add_argument("--host")
+    boilerplate.add_argument("--share", type=float, default=DEFAULT_SHARE,
+                             help="of the host's pages (default %(default)s)")
+    boilerplate.add_argument("--min-pages", type=int, default=DEFAULT_MIN_PAGES, help="default %(default)s")
+    boilerplate.set_defaults(run=_boilerplate_command)
+
+    erase = commands.add_parser("erase", help="remove a page from every table and from the file")
+    erase.add_argument("url", metavar="URL")
+    erase.set_defaults(run=_erase_command)
+
+    prune = commands.add_parser("prune", help="apply a new retention limit to the whole store")
+    prune.add_argument("--keep", type=int, help="generations per page that keep text and chunks")
+    prune.add_argument("--class-keep", action="append", metavar="CLASS=N", help="a class's own limit")
+    prune.set_defaults(run=_prune_command)
+
+    stats = commands.add_parser("stats", help="what the store holds")
+    stats.set_defaults(run=_stats_command)
     return parser
 
 

@@ -1,0 +1,69 @@
+"""Boilerplate: chunks that recur across a host's pages, and across hosts.
+
+The seed's rule: a digest on more than a few percent of a host's pages is boilerplate by
+definition (navigation, disclaimers, footers). Here: in the pages' latest generations, on
+more than `share` of the host's pages (default 5%) and on at least `min_pages` of them
+(default 3, so two pages that quote each other are not a template). Digests found on
+several hosts are shared templates or syndicated passages. Excluding boilerplate before
+comparing makes change detection see the content, not the frame around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdc.store import Store
+
+DEFAULT_SHARE = 0.05
+DEFAULT_MIN_PAGES = 3
+SAMPLE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class BoilerplateChunk:
+    digest: bytes
+    pages: int
+    share: float  # of the host's pages
+    sample: str  # text of one occurrence, shortened
+
+    @property
+    def hex(self) -> str:
+        return self.digest.hex()
+
+
+@dataclass(frozen=True)
+class SharedChunk:
+    digest: bytes
+    hosts: list[str]
+    pages: int
+    sample: str
+
+    @property
+    def hex(self) -> str:
+        return self.digest.hex()
+
+
+def _sample(store: Store, natural_key: str, generation: int, chunk_index: int) -> str:
+    data = store.chunk_text(natural_key, generation, chunk_index)
+    if data is None:
+        return ""
+    text = " ".join(data.decode("utf-8", "replace").split())
+    return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…"
+
+
+def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
+                     min_pages: int = DEFAULT_MIN_PAGES) -> list[BoilerplateChunk]:
+    """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
+    return [
+        BoilerplateChunk(digest, pages, fraction, _sample(store, key, generation, index))
+        for digest, pages, fraction, key, generation, index in store.host_boilerplate(host, share, min_pages)
+    ]
+
+
+def shared_across_hosts(store: Store, min_hosts: int = 2, limit: int = 200) -> list[SharedChunk]:
+    """Chunks present on `min_hosts` or more hosts, with the hosts."""
+    return [
+        SharedChunk(digest, hosts, pages, _sample(store, sample["natural_key"], sample["generation"],
+                                                  sample["chunk_index"]))
+        for digest, _count, hosts, pages, sample in store.shared_across_hosts(min_hosts, limit)
+    ]

@@ -1,0 +1,60 @@
+"""Change summaries as CSV: one function for the command line and the dashboard.
+
+RFC 4180 (comma separated, CRLF line ends, fields quoted when they need it), UTF-8.
+Page text is untrusted: a cell that a spreadsheet would read as a formula (one that
+begins with `=`, `+`, `-`, `@`, a tab or a carriage return) is prefixed with `'`, as
+OWASP advises, so opening an export never runs what a crawled page wrote.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TextIO
+
+from cdc.store import ChangeRow
+
+COLUMNS = (
+    "url", "host", "generation", "previous_generation", "fetched_at", "verdict", "similarity",
+    "unchanged_ratio", "retained_ratio", "bytes_added", "bytes_removed", "regions", "excerpt",
+)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(cell: str) -> str:
+    """A cell a spreadsheet will show as text, never evaluate."""
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ") + "Z"  # stored as UTC
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    return neutralise(str(value))
+
+
+def write_changes_csv(rows: Iterable[ChangeRow], out: TextIO) -> int:
+    """Write the header and one line per change; returns the number of rows written."""
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    count = 0
+    for row in rows:
+        writer.writerow([_cell(value) for value in (
+            row.natural_key, row.host, row.generation, row.previous_generation, row.fetched_at,
+            row.verdict, row.similarity, row.unchanged_ratio, row.retained_ratio, row.bytes_added,
+            row.bytes_removed, row.regions, row.excerpt,
+        )])
+        count += 1
+    return count
+
+
+def changes_csv(rows: Iterable[ChangeRow]) -> bytes:
+    """The CSV as UTF-8 bytes, for a download button."""
+    buffer = io.StringIO(newline="")
+    write_changes_csv(rows, buffer)
+    return buffer.getvalue().encode("utf-8")

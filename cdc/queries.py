@@ -1,0 +1,73 @@
+"""Questions an analyst asks of a store, answered with the library's types.
+
+Shared by the command line and the dashboard, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
+from cdc.chunking import Chunk
+from cdc.compare import ChangeReport, compare
+from cdc.errors import CdcError
+from cdc.store import PageInfo, Store, Version
+from cdc.urls import InvalidUrlError, canonical_url
+
+
+class PageNotFoundError(CdcError):
+    """The store has no page for that URL, or not that generation of it."""
+
+
+def find_page(store: Store, url: str) -> PageInfo:
+    """The page for a URL as typed: canonicalised, with suggestions when it is unknown."""
+    try:
+        key = canonical_url(url)
+    except InvalidUrlError:
+        key = url.strip()
+    page = store.page(key)
+    if page is not None:
+        return page
+    close = store.find_pages(url.strip().rstrip("/").split("://")[-1], limit=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `cdc stats` shows what the store holds"
+    raise PageNotFoundError(f"no page {key} in {store.path}{hint}")
+
+
+def version_chunks(version: Version) -> list[Chunk]:
+    offsets = itertools.accumulate((length for _, length in version.chunks), initial=0)
+    return [Chunk(i, offset, length, digest)
+            for i, ((digest, length), offset) in enumerate(zip(version.chunks, offsets))]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    page: PageInfo
+    old: Version
+    new: Version
+    report: ChangeReport
+    ignored: frozenset[bytes]  # boilerplate digests left out, if asked
+
+
+def compare_generations(store: Store, url: str, old: int | None = None, new: int | None = None,
+                        ignore_boilerplate: bool = False) -> Comparison:
+    """Compare two retained generations of a page; by default the latest two."""
+    page = find_page(store, url)
+    new = page.latest_generation if new is None else new
+    old = new - 1 if old is None else old
+    versions = []
+    for generation in (old, new):
+        if not 1 <= generation <= page.latest_generation:
+            raise PageNotFoundError(
+                f"{page.natural_key} has generations 1 to {page.latest_generation}, not {generation}")
+        version = store.version(page.natural_key, generation)
+        if version is None:
+            raise PageNotFoundError(
+                f"generation {generation} of {page.natural_key} is past the retention limit: its "
+                "text and chunks were dropped (`cdc history` lists the generations kept)")
+        versions.append(version)
+    ignored = frozenset(store.boilerplate_digests(page.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES)) \
+        if ignore_boilerplate else frozenset()
+    report = compare(version_chunks(versions[0]), version_chunks(versions[1]),
+                     old_text=versions[0].text, new_text=versions[1].text, ignore=ignored)
+    return Comparison(page, versions[0], versions[1], report, ignored)
