@@ -6,7 +6,9 @@ Tables (all times UTC):
 - `pages`: one row per natural key (canonical URL): host, last URL seen, retention class,
   latest generation, when it was first seen, last fetched with new content, last checked.
 - `generations`: one row per distinct version of a page: fetched_at, content digest, length,
-  chunk count, and the normalised text while the generation is retained.
+  chunk count, and the normalised text while the generation is retained. The text is stored
+  uncompressed: retention bounds its size, and an erasure can then be checked byte for byte
+  in the file (compressed, a page's sentences are not visible to such a check).
 - `content_chunks`: the seed's columns (natural_key, generation, chunk_index, digest,
   length) for retained generations.
 - `changes`: one row per generation, kept for good (it holds no content beyond a short
@@ -82,7 +84,7 @@ SCHEMA = [
         content_digest BLOB NOT NULL,
         length INTEGER NOT NULL,
         chunk_count INTEGER NOT NULL,
-        text VARCHAR
+        text VARCHAR USING COMPRESSION uncompressed
     )""",
     """CREATE TABLE IF NOT EXISTS content_chunks (
         natural_key VARCHAR NOT NULL,

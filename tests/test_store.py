@@ -1,0 +1,211 @@
+"""The store and ingest: generations, idempotence, stale and bad records, retention,
+erasure, boilerplate, spec checks. A real DuckDB file in a temporary directory."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import duckdb
+import pytest
+
+from cdc import SPEC
+from cdc.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.ingest import Ingester
+from cdc.queries import PageNotFoundError, compare_generations, find_page
+from cdc.sources import iter_jsonl, iter_records
+from cdc.store import RetentionPolicy, SpecMismatchError, Store, StoreNotFoundError
+from tests import crawlgen, textgen
+
+
+def ingest(store: Store, records: list[dict], **kwargs):
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    return Ingester(store, **kwargs).run(iter_jsonl(io.BytesIO(data), "test.jsonl"))
+
+
+def table_rows(store: Store, table: str) -> list[tuple]:
+    with store.reading() as connection:
+        return connection.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(tmp_path / "cdc.duckdb")
+
+
+def test_ingest_builds_generations_chunks_and_changes(store):
+    records = crawlgen.crawl(hosts=2, pages=3, versions=4)
+    summary = ingest(store, records)
+    assert (summary.records, len(summary.pages), summary.new_pages) == (24, 6, 6)
+    assert summary.new_generations == 24 and summary.unchanged == 0 and not summary.bad
+    stats = store.stats()
+    assert stats["pages"] == 6 and stats["generations"] == 24 and stats["changes"] == 24
+    assert stats["hosts"] == 2
+    assert stats["retained_generations"] == 6 * 3  # the newest 3 of 4 by default
+    page = find_page(store, "HTTPS://SHOP0.example/item/1?utm_source=mail#top")
+    assert page.natural_key == "https://shop0.example/item/1" and page.latest_generation == 4
+    history = store.generations(page.natural_key)
+    assert [g.generation for g in history] == [1, 2, 3, 4]
+    assert history[0].verdict == "new" and not history[0].retained
+    assert all(g.verdict == "minor" for g in history[1:])
+    assert history[1].excerpt.startswith(history[1].excerpt.split(" → ")[0])
+    assert "EDIT1" in history[1].excerpt
+
+
+def test_a_change_row_holds_the_exact_edit(store):
+    body = crawlgen.page_versions(5, 1)[0]
+    old = crawlgen.record("https://a.example/p", 0, body.replace("crawl", "price $19.99", 1))
+    new = crawlgen.record("https://a.example/p", 1, body.replace("crawl", "price $24.99", 1))
+    ingest(store, [old, new])
+    change = store.history("https://a.example/p")[-1]
+    assert change.excerpt == "$19.99 → $24.99"
+    assert (change.bytes_added, change.bytes_removed, change.verdict) == (6, 6, "minor")
+    result = compare_generations(store, "https://a.example/p")
+    assert [(e.kind, e.old_length) for e in result.report.edits] == [("replace", 6)]
+
+
+def test_reingesting_the_same_records_changes_nothing(store):
+    records = crawlgen.crawl(hosts=1, pages=3, versions=3)
+    ingest(store, records)
+    before = {table: table_rows(store, table) for table in ("pages", "generations", "content_chunks", "changes")}
+    again = ingest(store, records)
+    assert again.new_generations == 0 and again.unchanged == len(records) and not again.stale
+    after = {table: table_rows(store, table) for table in before}
+    assert after == before
+
+
+def test_identical_content_updates_last_checked_only(store):
+    body = crawlgen.page_versions(1, 1)[0]
+    ingest(store, [crawlgen.record("https://a.example/p", 0, body)])
+    summary = ingest(store, [crawlgen.record("https://a.example/p", 5, body)])
+    assert summary.unchanged == 1 and summary.new_generations == 0
+    page = store.page("https://a.example/p")
+    assert page.latest_generation == 1
+    assert page.last_checked > page.last_fetched
+    assert (page.last_checked - page.last_fetched).days == 5
+
+
+def test_records_older_than_the_stored_history_are_skipped_and_reported(store):
+    bodies = crawlgen.page_versions(2, 3)
+    ingest(store, [crawlgen.record("https://a.example/p", 5, bodies[0])])
+    summary = ingest(store, [crawlgen.record("https://a.example/p", 1, bodies[1])])
+    assert summary.new_generations == 0
+    assert summary.stale == [("test.jsonl", 1, "https://a.example/p")]
+    assert store.page("https://a.example/p").latest_generation == 1
+
+
+def test_versions_in_one_batch_are_ordered_by_fetch_time(store):
+    bodies = crawlgen.page_versions(3, 3)
+    records = [crawlgen.record("https://a.example/p", v, bodies[v]) for v in (2, 0, 1)]
+    ingest(store, records)
+    history = store.generations("https://a.example/p")
+    assert [g.fetched_at.day for g in history] == [1, 2, 3]
+
+
+def test_bad_records_are_skipped_with_their_line_and_good_ones_kept(store):
+    good = crawlgen.crawl(hosts=1, pages=2, versions=1)
+    lines = [json.dumps(good[0]), "{not json", json.dumps({"title": "no url"}),
+             json.dumps({"url": "ftp://x.example/", "fetched_at": "2026-01-01"}),
+             json.dumps({"url": "https://x.example/", "fetched_at": "yesterday"}),
+             json.dumps({"url": "https://x.example/", "title": "no time"}), json.dumps(good[1])]
+    data = ("\n".join(lines) + "\n").encode()
+    summary = Ingester(store).run(iter_jsonl(io.BytesIO(data), "mixed.jsonl"))
+    assert summary.new_generations == 2
+    assert [bad.line for bad in summary.bad] == [2, 3, 4, 5, 6]
+    assert all(bad.source == "mixed.jsonl" and bad.reason for bad in summary.bad)
+
+
+def test_retention_keeps_text_and_chunks_of_the_newest_generations(store):
+    store.set_retention(RetentionPolicy(keep=2, classes=(("archive", 5),)))
+    records = []
+    for v, body in enumerate(crawlgen.page_versions(4, 6)):
+        records.append(crawlgen.record("https://a.example/plain", v, body))
+        records.append(crawlgen.record("https://a.example/kept", v, body + " kept", retention_class="archive"))
+    ingest(store, records)
+    plain = store.generations("https://a.example/plain")
+    kept = store.generations("https://a.example/kept")
+    assert [g.retained for g in plain] == [False] * 4 + [True] * 2
+    assert [g.retained for g in kept] == [False] + [True] * 5
+    with store.reading() as connection:
+        rows = connection.execute(
+            "SELECT natural_key, count(DISTINCT generation) FROM content_chunks GROUP BY ALL ORDER BY ALL").fetchall()
+    assert rows == [("https://a.example/kept", 5), ("https://a.example/plain", 2)]
+    assert len(store.history("https://a.example/plain")) == 6  # change rows are kept for trends
+    store.prune(RetentionPolicy(keep=1))
+    assert [g.retained for g in store.generations("https://a.example/kept")] == [False] * 5 + [True]
+    assert store.retention() == RetentionPolicy(keep=1)
+
+
+def test_erasure_removes_the_page_from_every_table_and_from_the_file(store):
+    records = crawlgen.crawl(hosts=1, pages=3, versions=2)
+    secret = "Sensitive sentence about Jane Example living at 12 Harbour Road"
+    body = f"{textgen.text(77, 3_000).decode()} {secret}. {textgen.text(78, 3_000).decode()}"
+    records.append(crawlgen.record("https://shop0.example/private", 0, body))
+    ingest(store, records)
+    assert secret.encode() in store.path.read_bytes(), "the test must see the text before erasure"
+    removed = store.erase("https://shop0.example/private")
+    assert removed > 0
+    assert secret.encode() not in store.path.read_bytes()
+    for table in ("pages", "generations", "content_chunks", "changes"):
+        assert all(row[0] != "https://shop0.example/private" for row in table_rows(store, table))
+    assert store.stats()["pages"] == 3
+    with pytest.raises(PageNotFoundError):
+        find_page(store, "https://shop0.example/private")
+
+
+def test_boilerplate_per_host_across_hosts_and_reverse_lookup(store):
+    ingest(store, crawlgen.crawl(hosts=2, pages=6, versions=2))
+    chunks = host_boilerplate(store, "shop0.example")
+    assert chunks, "navigation and footer recur on every page"
+    assert all(c.pages == 6 and c.share == 1.0 for c in chunks)
+    frame = " ".join((crawlgen.NAVIGATION + " " + crawlgen.FOOTER).split())
+    assert all(c.sample.rstrip("…") in frame for c in chunks)
+    shared = shared_across_hosts(store)
+    assert {tuple(c.hosts) for c in shared} == {("shop0.example", "shop1.example")}
+    holders = store.pages_with_digest(chunks[0].digest)
+    # Every retained generation of every page of both hosts holds the shared navigation.
+    assert {(key, generation) for key, generation, _ in holders} == {
+        (f"https://shop{h}.example/item/{p}", g) for h in range(2) for p in range(6) for g in (1, 2)}
+    plain = compare_generations(store, "https://shop0.example/item/2")
+    without = compare_generations(store, "https://shop0.example/item/2", ignore_boilerplate=True)
+    assert without.ignored and without.report.similarity < plain.report.similarity
+
+
+def test_compare_names_missing_pages_and_generations(store):
+    ingest(store, crawlgen.crawl(hosts=1, pages=1, versions=5))
+    with pytest.raises(PageNotFoundError, match="did you mean"):
+        find_page(store, "https://shop0.example/item")
+    with pytest.raises(PageNotFoundError, match="retention"):
+        compare_generations(store, "https://shop0.example/item/0", 1, 2)
+    with pytest.raises(PageNotFoundError, match="1 to 5"):
+        compare_generations(store, "https://shop0.example/item/0", 4, 9)
+
+
+def test_a_missing_store_and_a_store_of_another_spec_are_clear_errors(tmp_path):
+    with pytest.raises(StoreNotFoundError, match="cdc ingest"):
+        Store(tmp_path / "absent.duckdb").stats()
+    store = Store(tmp_path / "other.duckdb", spec="gear64-v0/4096/1024/16384/xxh3-128/norm-v1")
+    ingest(store, crawlgen.crawl(hosts=1, pages=1, versions=1))
+    with pytest.raises(SpecMismatchError, match="new store"):
+        Store(tmp_path / "other.duckdb").stats()
+    assert Store(tmp_path / "other.duckdb", spec="gear64-v0/4096/1024/16384/xxh3-128/norm-v1").stats()
+
+
+def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(store):
+    ingest(store, crawlgen.crawl(hosts=1, pages=1, versions=1))
+    connection = duckdb.connect(str(store.path))
+    connection.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    connection.close()
+    with pytest.raises(SpecMismatchError, match="upgrade"):
+        store.stats()
+
+
+def test_the_store_records_the_chunker_spec(store):
+    ingest(store, crawlgen.crawl(hosts=1, pages=1, versions=1))
+    assert store.meta()["spec"] == SPEC
+
+
+def test_gzip_input_and_reading_from_a_file(tmp_path, store):
+    path = crawlgen.write_jsonl(tmp_path / "crawl.jsonl", crawlgen.crawl(hosts=1, pages=2, versions=2))
+    summary = Ingester(store).run(iter_records(str(path)))
+    assert summary.new_generations == 4
