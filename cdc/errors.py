@@ -8,9 +8,33 @@ class CdcError(Exception):
     """Base class: a failure the user can act on, with a message that says how."""
 
 
-class SpecMismatchError(CdcError):
-    """Digests were made under another chunker spec and cannot be compared."""
-
-
 class DigestUnavailableError(CdcError):
     """The compiled XXH3-128 routine could not be found in the installed xxhash."""
+
+
+class InvalidUrlError(CdcError):
+    """A URL that cannot be a page's natural key: not http(s), no host, a bad port."""
+
+
+class InputError(CdcError):
+    """An input file cannot be opened or read: missing, a directory, or not permitted."""
+
+
+class StoreError(CdcError):
+    """The store cannot be used as asked."""
+
+
+class StoreNotFoundError(StoreError):
+    """There is no store at the given path."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's lock for longer than we wait."""
+
+
+class SpecMismatchError(StoreError):
+    """The store's digests were made under another chunker spec, or by a newer schema."""
+
+
+class PageNotFoundError(CdcError):
+    """The store has no page for that URL, or not that generation of it."""

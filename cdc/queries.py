@@ -11,13 +11,9 @@ from dataclasses import dataclass
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
 from cdc.chunking import Chunk
 from cdc.compare import ChangeReport, compare
-from cdc.errors import CdcError
+from cdc.errors import InvalidUrlError, PageNotFoundError
 from cdc.store import PageInfo, Store, Version
-from cdc.urls import InvalidUrlError, canonical_url
-
-
-class PageNotFoundError(CdcError):
-    """The store has no page for that URL, or not that generation of it."""
+from cdc.urls import canonical_url
 
 
 def find_page(store: Store, url: str) -> PageInfo:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from cdc.errors import CdcError
+from cdc.errors import InputError
 
 READ_SIZE = 1 << 20
 """Bytes asked of the stream per read."""
@@ -29,10 +29,6 @@ MAX_LINE_BYTES = 64 << 20
 """A longer line is reported as bad and skipped, never held whole."""
 
 GZIP_MAGIC = b"\x1f\x8b"
-
-
-class InputError(CdcError):
-    """An input file cannot be opened or read: missing, a directory, or not permitted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,27 +40,11 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from cdc.errors import CdcError
+from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
 
 SCHEMA_VERSION = 1
 DEFAULT_KEEP = 3
 LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
-
-
-class StoreError(CdcError):
-    """The store cannot be used as asked."""
-
-
-class StoreNotFoundError(StoreError):
-    """There is no store at the given path."""
-
-
-class StoreBusyError(StoreError):
-    """Another process holds the store's lock for longer than we wait."""
-
-
-class SpecMismatchError(StoreError):
-    """The store's digests were made under another chunker spec or schema."""
 
 
 SCHEMA = [

@@ -18,12 +18,7 @@ import ipaddress
 import re
 from urllib.parse import quote, urlsplit
 
-from cdc.errors import CdcError
-
-
-class InvalidUrlError(CdcError):
-    """A URL that is not an absolute http or https URL with a valid host and port."""
-
+from cdc.errors import InvalidUrlError
 
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 MAX_PORT = 65535

@@ -525,7 +525,10 @@ def test_a_gzip_stream_cut_anywhere_gives_the_complete_lines_then_one_bad_record
     stopped_at = complete + 1 if readable else 0
     assert items[:-1] == [SourceRecord("-", n, rec) for n, rec in enumerate(records[:complete], start=1)]
     assert isinstance(items[-1], BadRecord) and items[-1].line == stopped_at
-    assert items[-1].reason.startswith("truncated gzip stream: the file ends mid-way; ")
+    if len(cut) < len(sources.GZIP_MAGIC):  # not even the magic number: gzip calls it no gzip
+        assert items[-1].reason.startswith("corrupt gzip data")
+    else:
+        assert items[-1].reason.startswith("truncated gzip stream: the file ends mid-way; ")
 
 
 # --- the real corpus -------------------------------------------------------------------------

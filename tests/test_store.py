@@ -67,7 +67,8 @@ def test_a_change_row_holds_the_exact_edit(store):
 def test_reingesting_the_same_records_changes_nothing(store):
     records = crawlgen.crawl(hosts=1, pages=3, versions=3)
     ingest(store, records)
-    before = {table: table_rows(store, table) for table in ("pages", "generations", "content_chunks", "changes")}
+    tables = ("pages", "generations", "content_chunks", "changes")
+    before = {table: table_rows(store, table) for table in tables}
     again = ingest(store, records)
     assert again.new_generations == 0 and again.unchanged == len(records) and not again.stale
     after = {table: table_rows(store, table) for table in before}
@@ -120,15 +121,16 @@ def test_retention_keeps_text_and_chunks_of_the_newest_generations(store):
     records = []
     for v, body in enumerate(crawlgen.page_versions(4, 6)):
         records.append(crawlgen.record("https://a.example/plain", v, body))
-        records.append(crawlgen.record("https://a.example/kept", v, body + " kept", retention_class="archive"))
+        records.append(
+            crawlgen.record("https://a.example/kept", v, body + " kept", retention_class="archive"))
     ingest(store, records)
     plain = store.generations("https://a.example/plain")
     kept = store.generations("https://a.example/kept")
     assert [g.retained for g in plain] == [False] * 4 + [True] * 2
     assert [g.retained for g in kept] == [False] + [True] * 5
     with store.reading() as connection:
-        rows = connection.execute(
-            "SELECT natural_key, count(DISTINCT generation) FROM content_chunks GROUP BY ALL ORDER BY ALL").fetchall()
+        rows = connection.execute("SELECT natural_key, count(DISTINCT generation) FROM content_chunks "
+                                  "GROUP BY ALL ORDER BY ALL").fetchall()
     assert rows == [("https://a.example/kept", 5), ("https://a.example/plain", 2)]
     assert len(store.history("https://a.example/plain")) == 6  # change rows are kept for trends
     store.prune(RetentionPolicy(keep=1))
