@@ -371,6 +371,15 @@ def _thread_pool() -> ThreadPoolExecutor:
     return _pool
 
 
+def _forget_pool() -> None:
+    """A forked child has none of its parent's threads: it must start its own pool."""
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def default_threads() -> int:
     """The cores this process may run on."""
     try:

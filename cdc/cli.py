@@ -17,13 +17,13 @@ from typing import BinaryIO, TextIO
 
 from cdc import __version__
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
-from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content
+from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.errors import CdcError
 from cdc.export import write_changes_csv
 from cdc.ingest import NEW, Ingester, IngestSummary, parse_time
 from cdc.queries import compare_generations, find_page
-from cdc.sources import iter_records, open_input
+from cdc.sources import iter_lines, open_input
 from cdc.store import RetentionPolicy, Store
 
 EXIT_OK = 0
@@ -192,11 +192,13 @@ def _ingest_command(args: argparse.Namespace) -> int:
         store.set_retention(_retention_policy(args, current))
     started = time.monotonic()
     show = sys.stderr.isatty() and not args.quiet
-    ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None)
+    ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
+                        workers=args.workers)
     for name in args.files:
-        open_input(name).close() if name != "-" else None  # a missing file fails before any work
+        if name != "-":
+            open_input(name).close()  # a missing file fails before any work
     for name in args.files:
-        ingester.run(iter_records(name))
+        ingester.run(iter_lines(name))
     if show:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)
@@ -335,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--keep", type=int, help="generations per page that keep text and chunks (default 3)")
     ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
                         help="a retention class's own limit (repeatable)")
+    ingest.add_argument("--workers", type=int, default=default_threads(),
+                        help="processes that parse, normalise and compare (default: the cores, %(default)s)")
     ingest.add_argument("--quiet", action="store_true", help="no progress line")
     ingest.set_defaults(run=_ingest_command)
 

@@ -22,22 +22,49 @@ import xxhash
 
 NORMALIZATION_VERSION = "norm-v1"
 
-# C0 and C1 controls other than whitespace (which folding handles), DEL, and invisible
-# formatting characters that CMSs sprinkle into otherwise unchanged text.
-INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u200b\u2060\ufeff]")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-ASCII_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+# C0 and C1 controls other than whitespace (which folding handles), DEL, invisible formatting
+# characters that CMSs sprinkle into otherwise unchanged text, and lone surrogates (group 1).
+CLEAN = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u200b\u2060\ufeff]|([\ud800-\udfff])")
+# For ASCII text the same cleaning is a byte translation: controls deleted, and the four
+# separators that `str.split` counts as whitespace (but `bytes.split` does not) made spaces.
+ASCII_DELETE = bytes([*range(0x00, 0x09), *range(0x0E, 0x1C), 0x7F])
+ASCII_TABLE = bytes.maketrans(bytes(range(0x1C, 0x20)), b"    ")
+
+
+def _clean(match: re.Match) -> str:
+    return "\ufffd" if match.group(1) else ""
+
+
+# UTF-8 bytes that begin every character CLEAN removes, other than ASCII controls and
+# lone surrogates (which UTF-8 cannot encode): finding none is a fast "nothing to clean".
+SUSPECT_BYTES = (b"\xc2", b"\xe2\x80\x8b", b"\xe2\x81\xa0", b"\xef\xbb\xbf")
+
+
+def _needs_cleaning(text: str) -> bool:
+    """Whether CLEAN would change the text, found with C-speed byte searches."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return True
+    return len(data.translate(None, ASCII_DELETE)) != len(data) or any(b in data for b in SUSPECT_BYTES)
+
+
+def _fold(text: str) -> bytes:
+    """`normalize_text` as UTF-8 bytes. Regular expressions and NFC run only on the text
+    that needs them: a per-character pass over every page costs more than the rest of
+    normalisation together."""
+    if text.isascii():  # known without a scan: cleaning is a byte translation
+        return b" ".join(text.encode("ascii").translate(ASCII_TABLE, ASCII_DELETE).split())
+    if _needs_cleaning(text):
+        text = CLEAN.sub(_clean, text)
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split()).encode("utf-8")
 
 
 def normalize_text(text: str) -> str:
     """Clean, compose (NFC) and fold whitespace to single spaces; idempotent."""
-    if text.isascii():  # known without a scan: most pages, and no composing or surrogates
-        text = ASCII_CONTROL.sub("", text)
-    else:
-        text = INVISIBLE.sub("", text)
-        text = LONE_SURROGATE.sub("\ufffd", text)
-        text = unicodedata.normalize("NFC", text)
-    return " ".join(text.split())
+    return _fold(text).decode("utf-8")
 
 
 def _field_text(value: object) -> str:
@@ -65,23 +92,21 @@ def _section_texts(sections: object) -> list[str]:
     return texts
 
 
-def content_parts(record: Mapping) -> list[str]:
-    """The record's normalised non-empty parts: title, description, section texts."""
+def _raw_parts(record: Mapping) -> list[str]:
     if not isinstance(record, Mapping):
         raise TypeError(f"a record is a mapping (dict), got {type(record).__name__}")
     raw = [_field_text(record.get("title")), _field_text(record.get("description"))]
-    raw += _section_texts(record.get("sections"))
-    parts = []
-    for text in raw:
-        folded = normalize_text(text)
-        if folded:
-            parts.append(folded)
-    return parts
+    return raw + _section_texts(record.get("sections"))
+
+
+def content_parts(record: Mapping) -> list[str]:
+    """The record's normalised non-empty parts: title, description, section texts."""
+    return [folded.decode("utf-8") for folded in map(_fold, _raw_parts(record)) if folded]
 
 
 def content_for_chunking(record: Mapping) -> bytes:
     """Stable, reader-facing text of a record, as UTF-8: what is chunked and fingerprinted."""
-    return "\n".join(content_parts(record)).encode("utf-8")
+    return b"\n".join(folded for folded in map(_fold, _raw_parts(record)) if folded)
 
 
 def content_digest(data: bytes) -> bytes:

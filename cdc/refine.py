@@ -18,7 +18,8 @@ Offsets and lengths are in bytes of the two texts.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import operator
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import NamedTuple
 
@@ -157,26 +158,45 @@ def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int
     new[1] -= suffix
 
 
-def _words(text: bytes, pieces: list[list[int]]) -> tuple[list[bytes], list[tuple[int, int, int]]]:
-    """Words of the pieces, and for each its (start, end, piece number).
+@dataclass
+class Words:
+    """The words of a region: their bytes, and each one's start, end and piece number."""
 
-    `bytes.split()` cuts the words in C; their offsets come from one vectorised pass over
+    words: list[bytes] = field(default_factory=list)
+    begins: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    pieces: list[int] = field(default_factory=list)
+
+
+def _words(text: bytes, pieces: list[list[int]]) -> Words:
+    """The words of the pieces of `text`.
+
+    `bytes.split()` cuts the words in C. In normalised text every gap is one byte, so the
+    offsets follow from the word lengths; otherwise they come from one vectorised pass over
     the whitespace mask (both split on the same six ASCII whitespace bytes).
     """
-    words: list[bytes] = []
-    places: list[tuple[int, int, int]] = []
+    result = Words()
     for number, (start, end) in enumerate(pieces):
         segment = text[start:end]
         found = segment.split()
         if not found:
             continue
-        space = IS_SPACE[np.frombuffer(segment, np.uint8)]
-        edges = np.flatnonzero(np.diff(space, prepend=True, append=True))  # word, gap, word, ...
-        begins = (edges[0::2] + start).tolist()
-        ends = (edges[1::2] + start).tolist()
-        words += found
-        places += zip(begins, ends, itertools.repeat(number))
-    return words, places
+        lengths = list(map(len, found))
+        lead = segment[:1].isspace()
+        gaps = len(found) - 1 + lead + segment[-1:].isspace()
+        if len(segment) - sum(lengths) == gaps:  # single-byte gaps: offsets by arithmetic
+            begins = list(itertools.accumulate([n + 1 for n in lengths[:-1]], initial=start + lead))
+            ends = list(map(operator.add, begins, lengths))
+        else:
+            space = IS_SPACE[np.frombuffer(segment, np.uint8)]
+            edges = np.flatnonzero(np.diff(space, prepend=True, append=True))  # word, gap, word...
+            begins = (edges[0::2] + start).tolist()
+            ends = (edges[1::2] + start).tolist()
+        result.words += found
+        result.begins += begins
+        result.ends += ends
+        result.pieces += [number] * len(found)
+    return result
 
 
 def _changes(words_old: list[bytes], words_new: list[bytes]) -> list[list[int]]:
@@ -192,11 +212,11 @@ def _changes(words_old: list[bytes], words_new: list[bytes]) -> list[list[int]]:
     return changes
 
 
-def _width(places: list[tuple[int, int, int]], i1: int, i2: int) -> int:
-    return places[i2 - 1][1] - places[i1][0] if i2 > i1 else 0
+def _width(words: Words, i1: int, i2: int) -> int:
+    return words.ends[i2 - 1] - words.begins[i1] if i2 > i1 else 0
 
 
-def _absorb_short_equalities(changes: list[list[int]], old_places, new_places) -> list[list[int]]:
+def _absorb_short_equalities(changes: list[list[int]], old: Words, new: Words) -> list[list[int]]:
     """Merge neighbouring changes across equal words that are noise, until none are left.
 
     The equal run goes when it is no longer than either change around it (diff-match-patch's
@@ -209,10 +229,9 @@ def _absorb_short_equalities(changes: list[list[int]], old_places, new_places) -
         result = changes[:1]
         for change in changes[1:]:
             last = result[-1]
-            between = _width(old_places, last[1], change[0])
-            size_last = max(_width(old_places, last[0], last[1]), _width(new_places, last[2], last[3]))
-            size_next = max(_width(old_places, change[0], change[1]),
-                            _width(new_places, change[2], change[3]))
+            between = _width(old, last[1], change[0])
+            size_last = max(_width(old, last[0], last[1]), _width(new, last[2], last[3]))
+            size_next = max(_width(old, change[0], change[1]), _width(new, change[2], change[3]))
             if between <= min(size_last, size_next) or (
                     between <= SHORT_EQUALITY and between <= max(size_last, size_next)):
                 result[-1] = [last[0], change[1], last[2], change[3]]
@@ -223,33 +242,34 @@ def _absorb_short_equalities(changes: list[list[int]], old_places, new_places) -
     return changes
 
 
-def _ranges(places, i1: int, i2: int) -> list[tuple[int, int]]:
+def _ranges(words: Words, i1: int, i2: int) -> list[tuple[int, int]]:
     """Byte ranges of words i1..i2-1, split where a moved chunk interrupts them."""
+    if i2 <= i1:
+        return []
+    if words.pieces[i1] == words.pieces[i2 - 1]:  # one piece: the common case
+        return [(words.begins[i1], words.ends[i2 - 1])]
     ranges: list[tuple[int, int]] = []
     for i in range(i1, i2):
-        start, end, piece = places[i]
-        if ranges and places[i - 1][2] == piece:
-            ranges[-1] = (ranges[-1][0], end)
+        if ranges and words.pieces[i - 1] == words.pieces[i]:
+            ranges[-1] = (ranges[-1][0], words.ends[i])
         else:
-            ranges.append((start, end))
+            ranges.append((words.begins[i], words.ends[i]))
     return ranges
 
 
-def _point(places, i: int, region_start: int) -> int:
+def _point(words: Words, i: int, region_start: int) -> int:
     """Where an insertion before word `i` goes: its start, or the end of the last word."""
-    if i < len(places):
-        return places[i][0]
-    return places[i - 1][1] if i > 0 else region_start
+    if i < len(words.begins):
+        return words.begins[i]
+    return words.ends[i - 1] if i > 0 else region_start
 
 
-def _edits(changes, old_places, new_places, old_start: int, new_start: int) -> list[Edit]:
+def _edits(changes: list[list[int]], old: Words, new: Words, old_start: int, new_start: int) -> list[Edit]:
     edits = []
     for i1, i2, j1, j2 in changes:
-        old_ranges = _ranges(old_places, i1, i2)
-        new_ranges = _ranges(new_places, j1, j2)
-        old_point = _point(old_places, i1, old_start)
-        new_point = _point(new_places, j1, new_start)
-        for old_range, new_range in zip_longest(old_ranges, new_ranges):
+        old_point = _point(old, i1, old_start)
+        new_point = _point(new, j1, new_start)
+        for old_range, new_range in zip_longest(_ranges(old, i1, i2), _ranges(new, j1, j2)):
             if old_range is None:
                 edits.append(Edit(INSERT, old_point, 0, new_range[0], new_range[1] - new_range[0]))
             elif new_range is None:
@@ -267,8 +287,7 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span]) -> list[Edit]:
         old_pieces, new_pieces = _regions(span, old_text, new_text)
         if len(old_pieces) == 1 and len(new_pieces) == 1:
             _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
-        words_old, old_places = _words(old_text, old_pieces)
-        words_new, new_places = _words(new_text, new_pieces)
-        changes = _absorb_short_equalities(_changes(words_old, words_new), old_places, new_places)
-        edits += _edits(changes, old_places, new_places, old_pieces[0][0], new_pieces[0][0])
+        old_words, new_words = _words(old_text, old_pieces), _words(new_text, new_pieces)
+        changes = _absorb_short_equalities(_changes(old_words.words, new_words.words), old_words, new_words)
+        edits += _edits(changes, old_words, new_words, old_pieces[0][0], new_pieces[0][0])
     return edits

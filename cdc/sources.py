@@ -16,7 +16,7 @@ import gzip
 import json
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -113,8 +113,27 @@ def _too_long(source: str, number: int) -> BadRecord:
                                      "skipped to the next line")
 
 
-def iter_jsonl(stream: BinaryIO, source: str = "-") -> Iterator[SourceRecord | BadRecord]:
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    """One line not yet parsed: parsing can then happen in another process."""
+
+    source: str
+    line: int
+    data: bytes
+
+    def parse(self) -> SourceRecord | BadRecord:
+        return _parse_line(self.data, self.source, self.line)
+
+
+def _raw_line(line: bytes | bytearray, source: str, number: int) -> RawLine:
+    return RawLine(source, number, bytes(line))
+
+
+def iter_jsonl(stream: BinaryIO, source: str = "-", parse: Callable = _parse_line,
+               ) -> Iterator[SourceRecord | BadRecord]:
     """Each line of a binary JSONL stream as a SourceRecord or a BadRecord; blank lines skipped.
+
+    `parse` turns a line into what is yielded; `iter_lines` passes one that defers parsing.
 
     Lines end at b"\\n" (a "\\r" before it is JSON whitespace). The last line needs no
     newline, unless the stream fails: then the unfinished line is part of the damage.
@@ -162,7 +181,7 @@ def iter_jsonl(stream: BinaryIO, source: str = "-") -> Iterator[SourceRecord | B
                 if len(line) > MAX_LINE_BYTES:  # only when READ_SIZE is above the limit
                     yield _too_long(source, number)
                     continue
-                yield _parse_line(line, source, number)
+                yield parse(line, source, number)
         if tail and not skipping:
             if len(pending) + len(tail) > MAX_LINE_BYTES:
                 yield _too_long(source, number + 1)
@@ -171,7 +190,7 @@ def iter_jsonl(stream: BinaryIO, source: str = "-") -> Iterator[SourceRecord | B
             else:
                 pending += tail
     if pending and not pending.isspace():
-        yield _parse_line(pending, source, number + 1)
+        yield parse(pending, source, number + 1)
 
 
 def _display(name: str) -> str:
@@ -238,6 +257,16 @@ def iter_records(name: str) -> Iterator[SourceRecord | BadRecord]:
     stream = open_input(name)
     try:
         yield from iter_jsonl(stream, name)
+    finally:
+        if stream is not getattr(sys.stdin, "buffer", None):
+            stream.close()
+
+
+def iter_lines(name: str) -> Iterator[RawLine | BadRecord]:
+    """`iter_records` with parsing left to the consumer (`RawLine.parse`), for parallel ingest."""
+    stream = open_input(name)
+    try:
+        yield from iter_jsonl(stream, name, parse=_raw_line)
     finally:
         if stream is not getattr(sys.stdin, "buffer", None):
             stream.close()

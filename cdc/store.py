@@ -126,6 +126,7 @@ class PageState:
     """What ingest needs to know of a page's latest generation to compare a new one."""
 
     natural_key: str
+    retention_class: str | None
     latest_generation: int
     last_fetched: datetime
     last_checked: datetime
@@ -314,8 +315,8 @@ class Store:
         connection.register("wanted_keys", wanted)
         try:
             rows = connection.execute("""
-                SELECT p.natural_key, p.latest_generation, p.last_fetched, p.last_checked,
-                       g.content_digest, g.text
+                SELECT p.natural_key, p.retention_class, p.latest_generation, p.last_fetched,
+                       p.last_checked, g.content_digest, g.text
                 FROM pages p
                 JOIN wanted_keys w USING (natural_key)
                 JOIN generations g ON g.natural_key = p.natural_key
@@ -333,9 +334,9 @@ class Store:
             connection.unregister("wanted_keys")
         chunks = {key: (digests, lengths) for key, digests, lengths in chunk_rows}
         states = {}
-        for key, generation, fetched, checked, digest, text in rows:
+        for key, retention_class, generation, fetched, checked, digest, text in rows:
             digests, lengths = chunks.get(key, ([], []))
-            states[key] = PageState(key, generation, fetched, checked, digest,
+            states[key] = PageState(key, retention_class, generation, fetched, checked, digest,
                                     text.encode("utf-8") if text is not None else None,
                                     digests, lengths)
         return states
