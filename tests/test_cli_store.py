@@ -123,6 +123,7 @@ def test_export_filters_by_time_and_minimum_change(capsys, crawl_file, db):
     assert rows and all(r.fetched_at.day >= 2 for r in rows)
     assert {r.verdict for r in Store(db).changes(min_change=0.5)} == {"new"}
     code, out, _ = run(capsys, "--db", db, "export", "--since", "2026-01-03", "--until", "2026-01-04")
+    assert code == EXIT_OK
     lines = out.strip().split("\r\n")
     assert len(lines) == 1 + 6  # header and the third version of six pages
 
@@ -140,6 +141,7 @@ def test_a_formula_in_page_text_is_neutralised_in_the_export(capsys, tmp_path, d
     path = crawlgen.write_jsonl(tmp_path / "evil.jsonl", records)
     run(capsys, "--db", db, "ingest", str(path))
     code, out, _ = run(capsys, "--db", db, "export")
+    assert code == EXIT_OK
     rows = list(csv.reader(io.StringIO(out, newline="")))
     excerpts = [row[-1] for row in rows[1:]]
     assert any(e.startswith("'+ =HYPERLINK") or e.startswith("'=HYPERLINK") for e in excerpts), excerpts
