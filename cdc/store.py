@@ -573,6 +573,58 @@ class Store:
             return connection.execute(
                 "SELECT host, count(*) FROM pages GROUP BY host ORDER BY host").fetchall()
 
+    # --- overview and trends ------------------------------------------------------------------
+
+    def verdict_counts(self) -> dict[str, int]:
+        with self.reading() as connection:
+            return dict(connection.execute(
+                "SELECT verdict, count(*) FROM changes GROUP BY verdict ORDER BY verdict").fetchall())
+
+    def biggest_changes(self, limit: int = 20) -> list[ChangeRow]:
+        """The largest changes (by share changed, then bytes) among each page's latest ones."""
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.verdict NOT IN ('new', 'unchanged') AND c.generation = p.latest_generation
+                ORDER BY 1 - least(c.unchanged_ratio, c.retained_ratio) DESC,
+                         c.bytes_added + c.bytes_removed DESC, c.natural_key
+                LIMIT ?
+            """, [limit]).fetchall()
+        return [ChangeRow(*row) for row in rows]
+
+    def host_activity(self, bucket: str = "day") -> list[tuple[str, datetime, int, int]]:
+        """Per host and time bucket ("day" or "week"): bytes changed and changes (first
+        generations left out: a new page is not a change)."""
+        if bucket not in ("day", "week"):
+            raise ValueError(f"bucket is day or week, got {bucket!r}")
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT p.host, date_trunc(?, c.fetched_at) AS bucket,
+                       sum(c.bytes_added + c.bytes_removed)::BIGINT, count(*)
+                FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.verdict <> 'new'
+                GROUP BY ALL ORDER BY p.host, bucket
+            """, [bucket]).fetchall()
+
+    def host_changes(self, host: str) -> list[tuple[datetime, float, str]]:
+        """Every change on a host's pages: fetch time, share changed, verdict."""
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT c.fetched_at, 1 - least(c.unchanged_ratio, c.retained_ratio), c.verdict
+                FROM changes c JOIN pages p USING (natural_key)
+                WHERE p.host = ? AND c.verdict <> 'new' ORDER BY c.fetched_at
+            """, [host]).fetchall()
+
+    def page_keys(self, host: str | None = None) -> list[str]:
+        """Natural keys of every page, or of one host's, in order: for pickers."""
+        with self.reading() as connection:
+            if host is None:
+                rows = connection.execute("SELECT natural_key FROM pages ORDER BY natural_key").fetchall()
+            else:
+                rows = connection.execute(
+                    "SELECT natural_key FROM pages WHERE host = ? ORDER BY natural_key", [host]).fetchall()
+        return [row[0] for row in rows]
+
     # --- boilerplate ------------------------------------------------------------------------
 
     def host_boilerplate(self, host: str, share: float, min_pages: int) -> list[tuple]:
