@@ -95,7 +95,8 @@ def _chunk_command(args: argparse.Namespace) -> int:
 
 
 def _excerpt(text: bytes, offset: int, length: int, limit: int = 120) -> str:
-    shown = text[offset:offset + min(length, limit)].decode("utf-8", errors="replace")
+    # A cut inside a multi-byte character drops that character, rather than showing U+FFFD.
+    shown = text[offset:offset + min(length, limit)].decode("utf-8", errors="ignore")
     shown = " ".join(shown.split())
     return shown + (" …" if length > limit else "")
 

@@ -7,6 +7,9 @@ old). Given the two texts, `cdc.refine` narrows each changed stretch to the exac
 
 Measures:
 
+Unlike the seed, `added` and `removed` are the chunks left unpaired, so dropping one of two
+identical paragraphs counts as a removal.
+
 - `similarity`: the seed's Jaccard index of the two digest sets. Coarse on short pages
   (one changed chunk of seven scores 0.75), and blind to order.
 - `unchanged_ratio`: the share of the new version's bytes that are unchanged; at word
@@ -190,8 +193,6 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
     similarity = len(old_set & new_set) / len(union) if union else 1.0
     changed = old_digests != new_digests
 
-    added = [c for c in new_kept if c.digest not in old_set]
-    removed = [c for c in old_kept if c.digest not in new_set]
     if changed:
         opcodes = _opcodes(old_digests, new_digests)
     else:
@@ -206,6 +207,11 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
             old_loose += (i for i in range(i1, i2) if old_kept[i].digest in new_set)
             new_loose += (j for j in range(j1, j2) if new_kept[j].digest in old_set)
     moves = _pair_moves(old_kept, new_kept, old_loose, new_loose)
+    # Whatever is not paired is added or removed, an extra copy of a repeated chunk included.
+    paired_old = {i for i, _ in aligned + moves}
+    paired_new = {j for _, j in aligned + moves}
+    added = [c for j, c in enumerate(new_kept) if j not in paired_new]
+    removed = [c for i, c in enumerate(old_kept) if i not in paired_old]
     alignment = sorted(
         [(old_kept[i].index, new_kept[j].index) for i, j in aligned + moves], key=lambda p: p[1]
     )

@@ -297,3 +297,13 @@ def test_corpus_pairs_have_consistent_edits(corpus_versions):
                 assert words_outside(old, [(e.old_offset, e.old_length) for e in report.edits]) == \
                     words_outside(new, [(e.new_offset, e.new_length) for e in report.edits])
     assert pairs > 3_000
+
+
+def test_dropping_one_of_two_identical_sections_is_a_removal():
+    block_a, block_b, block_c = (textgen.text(seed, 20_000) for seed in (101, 102, 103))
+    old = block_a + b"\n" + block_b + b"\n" + block_a + b"\n" + block_c
+    new = block_a + b"\n" + block_b + b"\n" + block_c
+    chunks_only = compare(chunk_content(old), chunk_content(new))
+    with_texts = diff(old, new)
+    assert chunks_only.bytes_removed >= len(block_a) - 2 * 8192
+    assert chunks_only.verdict == with_texts.verdict == "rewrite"
