@@ -22,6 +22,7 @@ from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.errors import CdcError
 from cdc.export import write_changes_csv
 from cdc.ingest import NEW, Ingester, IngestSummary, parse_time
+from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.queries import compare_generations, find_page
 from cdc.sources import iter_lines, open_input
 from cdc.store import RetentionPolicy, Store
@@ -31,7 +32,6 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_SKIPPED = 3
 
-DEFAULT_DB = "data/cdc.duckdb"
 SHOWN_PROBLEMS = 20  # bad records listed one by one in a summary
 
 READ_SIZE = 1 << 20
@@ -146,8 +146,13 @@ def _diff_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _db_path(args: argparse.Namespace) -> str:
+    """--db, else $CDC_DB, else data/cdc.duckdb."""
+    return args.db or os.environ.get("CDC_DB") or str(DEFAULT_DB)
+
+
 def _store(args: argparse.Namespace) -> Store:
-    return Store(args.db)
+    return Store(_db_path(args))
 
 
 def _progress(summary: IngestSummary, started: float, stream: TextIO) -> None:
@@ -290,6 +295,23 @@ def _prune_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _demo_command(args: argparse.Namespace) -> int:
+    from cdc import demo
+
+    path = args.db or str(DEMO_DB)
+    started = time.monotonic()
+    summary = demo.build_demo(
+        path, pages=args.pages or demo.DEFAULT_PAGES,
+        generations=args.generations or demo.DEFAULT_GENERATIONS, seed=demo.DEFAULT_SEED if args.seed is None else args.seed, workers=args.workers,
+        progress=(lambda done: sys.stderr.write(f"\r{done:6.1%} ")) if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    print(f"demo store {path}: {len(summary.pages):,} pages, {summary.new_generations:,} generations, "
+          f"{summary.unchanged:,} unchanged recrawls, in {time.monotonic() - started:.1f} s")
+    print(f"open it with: streamlit run app.py -- --db {path}")
+    return EXIT_OK
+
+
 def _stats_command(args: argparse.Namespace) -> int:
     store = _store(args)
     stats = store.stats()
@@ -315,8 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc", description="Which part of a page changed between two crawls, and how much.")
     parser.add_argument("--version", action="version", version=f"cdc {__version__}")
-    parser.add_argument("--db", default=os.environ.get("CDC_DB") or DEFAULT_DB, metavar="PATH",
-                        help=f"the store (default: $CDC_DB, else {DEFAULT_DB})")
+    parser.add_argument("--db", metavar="PATH", help=f"the store (default: $CDC_DB, else {DEFAULT_DB})")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     chunk = commands.add_parser("chunk", help="print the chunks of files (streamed; - is stdin)")
@@ -386,6 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", help="what the store holds")
     stats.set_defaults(run=_stats_command)
+
+    demo = commands.add_parser("demo", help=f"build a synthetic demo crawl store (default {DEMO_DB})")
+    demo.add_argument("--pages", type=int, default=None, help="pages in the crawl")
+    demo.add_argument("--generations", type=int, default=None, help="crawls of each page")
+    demo.add_argument("--seed", type=int, default=None, help="another seed, another crawl")
+    demo.add_argument("--workers", type=int, default=default_threads(), help="default: the cores")
+    demo.set_defaults(run=_demo_command)
     return parser
 
 

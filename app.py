@@ -1,0 +1,23 @@
+"""cdc dashboard: `streamlit run app.py` (`-- --db PATH` for another store).
+
+Picks the store (building the demo on first launch), then routes to the pages.
+"""
+
+import streamlit as st
+
+import ui
+
+st.set_page_config(page_title="cdc: what changed", page_icon=":material/difference:", layout="wide")
+
+store = ui.open_store()
+choice = ui.store_choice()
+st.sidebar.caption(f"Store: `{choice.path}` ({choice.reason})")
+
+navigation = st.navigation([
+    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page("pages/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
+    st.Page("pages/boilerplate.py", title="Boilerplate", icon=":material/layers:", url_path="boilerplate"),
+    st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+])
+navigation.run()

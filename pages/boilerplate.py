@@ -1,0 +1,42 @@
+"""Boilerplate: chunks on many of a host's pages, chunks shared across hosts, and where a
+chunk occurs."""
+
+import streamlit as st
+
+import ui
+from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
+
+store = ui.open_store()
+st.title("Boilerplate")
+
+hosts = [host for host, _ in store.hosts()]
+if not hosts:
+    ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
+left, middle, right = st.columns([2, 1, 1])
+host = left.selectbox("Host", hosts, key="bp-host", bind="query-params")
+share = middle.slider("On more than this share of its pages", 0.01, 0.9, DEFAULT_SHARE, 0.01)
+min_pages = right.number_input("And at least this many pages", 2, 1000, DEFAULT_MIN_PAGES)
+
+chunks = host_boilerplate(store, host, share, int(min_pages))
+st.subheader(f"{host}: {len(chunks)} boilerplate chunks")
+st.dataframe([{"digest": c.hex[:16], "pages": c.pages, "share": c.share, "sample text": c.sample}
+              for c in chunks],
+             column_config={"share": st.column_config.ProgressColumn(
+                 "share", min_value=0.0, max_value=1.0, format="percent")},
+             hide_index=True)
+
+shared = shared_across_hosts(store)
+st.subheader(f"Across hosts: {len(shared)} chunks on two or more hosts")
+st.dataframe([{"digest": c.hex[:16], "hosts": ", ".join(c.hosts), "pages": c.pages, "sample text": c.sample}
+              for c in shared], hide_index=True)
+
+choices = {c.hex[:16]: c.digest for c in chunks} | {c.hex[:16]: c.digest for c in shared}
+if choices:
+    st.subheader("Where a chunk occurs")
+    picked = st.selectbox("Chunk", list(choices), key="bp-digest")
+    holders = store.pages_with_digest(choices[picked])
+    st.caption(f"{len(holders)} retained generations hold it")
+    st.dataframe([{"page": key, "generation": generation, "chunk": index,
+                   "open": ui.compare_link(key, None, generation)} for key, generation, index in holders],
+                 column_config={"open": st.column_config.LinkColumn("open", display_text="Compare")},
+                 hide_index=True)

@@ -1,0 +1,64 @@
+"""Compare: two generations of one URL, side by side: chunk alignment, text, exact edits.
+
+The URL and the generations live in the query string (?url=&from=&to=), so a link reopens
+the same view.
+"""
+
+import streamlit as st
+
+import ui
+from cdc.errors import CdcError
+from cdc.figures import alignment_figure
+from cdc.highlight import changes_list, side_by_side_html
+from cdc.queries import compare_generations, version_chunks
+
+store = ui.open_store()
+st.title("Compare")
+
+keys = ui.page_keys(store)
+if not keys:
+    ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
+url = ui.url_picker(keys)
+page = store.page(url)
+generations = [g.generation for g in store.generations(url) if g.retained]
+if len(generations) < 2:
+    st.info(f"{url} has {len(generations)} retained generation(s): nothing to compare yet.")
+    st.stop()
+
+left, middle, right = st.columns([1, 1, 2])
+new = middle.selectbox("To generation", generations[::-1], key="to", bind="query-params")
+older = [g for g in generations if g < new] or generations[:1]
+old = left.selectbox("From generation", older[::-1], key="from", bind="query-params")
+ignore_boilerplate = right.toggle("Leave the host's boilerplate out", key="ignore")
+
+try:
+    result = compare_generations(store, url, old, new, ignore_boilerplate=ignore_boilerplate)
+except CdcError as exc:
+    ui.fail(str(exc))
+report = result.report
+
+figures = st.columns(4)
+figures[0].metric("Verdict", report.verdict.replace("_", " "))
+figures[1].metric("Unchanged (new text)", f"{report.unchanged_ratio:.1%}")
+figures[2].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
+figures[3].metric("Bytes added / removed", f"+{report.bytes_added:,} / -{report.bytes_removed:,}")
+
+old_chunks, new_chunks = version_chunks(result.old), version_chunks(result.new)
+st.plotly_chart(
+    alignment_figure(old_chunks, new_chunks, report, result.old.text, result.new.text, result.ignored,
+                     labels=(f"generation {old}", f"generation {new}")),
+    key="alignment")
+
+st.subheader("The two texts")
+html = side_by_side_html(result.old.text, result.new.text, report, old_chunks=old_chunks,
+                         labels=(f"generation {old}", f"generation {new}"))
+# In its own frame, so the view can open at the first change. Every piece of page text in
+# `html` is escaped by cdc.highlight: the only markup and script are ours.
+st.iframe(ui.scrolled_to_first_change(html), height=560)
+
+st.subheader("What changed")
+changes = changes_list(result.old.text, result.new.text, report, old_chunks=old_chunks)
+if changes:
+    st.dataframe(changes, hide_index=True)
+else:
+    st.write("No difference in the words (the chunks differ only in whitespace).")

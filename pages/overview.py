@@ -1,0 +1,49 @@
+"""Overview: how much the crawl holds, how it changed, and the biggest recent changes."""
+
+import streamlit as st
+
+import ui
+from cdc.figures import host_heatmap, verdict_figure
+
+store = ui.open_store()
+st.title("Overview")
+
+stats = store.stats()
+columns = st.columns(5)
+for column, (label, key) in zip(columns, [("Hosts", "hosts"), ("Pages", "pages"),
+                                          ("Generations", "generations"),
+                                          ("Retained texts", "retained_generations"),
+                                          ("Chunk rows", "content_chunks")]):
+    column.metric(label, f"{stats[key]:,}")
+
+left, right = st.columns([1, 2])
+with left:
+    st.subheader("Verdicts")
+    st.plotly_chart(verdict_figure(store.verdict_counts()), key="verdicts")
+with right:
+    st.subheader("How much changed, per host and week")
+    activity = [(host, bucket, float(changed)) for host, bucket, changed, _ in store.host_activity("week")]
+    st.plotly_chart(host_heatmap(activity, period="week", aggregate="sum", value_label="bytes changed"),
+                    key="heatmap")
+
+st.subheader("Biggest changes")
+st.caption("Each page's latest change, largest share changed first. Open one to see what changed.")
+rows = store.biggest_changes(limit=25)
+st.dataframe(
+    [{
+        "page": row.natural_key,
+        "open": ui.compare_link(row.natural_key, row.previous_generation, row.generation),
+        "host": row.host,
+        "verdict": row.verdict,
+        "changed": 1 - min(row.unchanged_ratio or 0.0, row.retained_ratio or 0.0),
+        "+bytes": row.bytes_added,
+        "-bytes": row.bytes_removed,
+        "fetched": row.fetched_at,
+        "what changed": row.excerpt,
+    } for row in rows],
+    column_config={
+        "open": st.column_config.LinkColumn("open", display_text="Compare"),
+        "changed": st.column_config.ProgressColumn("changed", min_value=0.0, max_value=1.0, format="percent"),
+    },
+    hide_index=True,
+)

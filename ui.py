@@ -1,0 +1,109 @@
+"""Streamlit wiring shared by the dashboard's pages: the store handle and small helpers.
+
+The library (`cdc/`) never imports Streamlit; this module and the pages only connect
+widgets to library calls.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from cdc.errors import CdcError
+from cdc.launch import StoreChoice, choose_store
+from cdc.store import Store
+
+
+def store_choice() -> StoreChoice:
+    return choose_store(sys.argv[1:], os.environ)
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> Store:
+    """One Store per process (it holds no connection: each call opens its own)."""
+    return Store(path)
+
+
+def _build_demo(path: Path) -> None:
+    from cdc.demo import build_demo
+
+    bar = st.progress(0.0, text="Building the demo store (first launch only)…")
+    build_demo(path, progress=lambda done: bar.progress(min(done, 1.0), text="Building the demo store…"))
+    bar.empty()
+
+
+def open_store() -> Store:
+    """The store this app shows; builds the demo on first launch; stops with a message if it
+    cannot be opened."""
+    choice = store_choice()
+    if choice.is_demo and not choice.path.exists():
+        try:
+            _build_demo(choice.path)
+        except CdcError as exc:
+            fail(f"Could not build the demo store: {exc}")
+    store = _store(str(choice.path))
+    try:
+        store.meta()
+    except CdcError as exc:
+        fail(str(exc))
+    return store
+
+
+def fail(message: str) -> None:
+    st.error(message)
+    st.stop()
+
+
+def short_url(key: str) -> str:
+    return key.split("://", 1)[-1]
+
+
+def compare_link(natural_key: str, old: int | None, new: int) -> str:
+    """A link that opens Compare on this page and these generations (a shareable view)."""
+    query = {"url": natural_key, "to": str(new)}
+    if old:
+        query["from"] = str(old)
+    return "compare?" + urlencode(query)
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def _page_keys(path: str) -> list[str]:
+    return Store(path).page_keys()
+
+
+def page_keys(store: Store) -> list[str]:
+    """Every page's key, cached for a few seconds: type-ahead over thousands of URLs."""
+    return _page_keys(str(store.path))
+
+
+def url_picker(keys: list[str]) -> str:
+    """Host, then URL (type to filter); both kept in the query string."""
+    hosts = sorted({host_of_key(key) for key in keys})
+    wanted = st.query_params.get("url")
+    if wanted in keys and "host" not in st.session_state:
+        st.session_state["host"] = host_of_key(wanted)
+    left, right = st.columns([1, 3])
+    host = left.selectbox("Host", hosts, key="host")
+    on_host = [key for key in keys if host_of_key(key) == host]
+    return right.selectbox("URL", on_host, key="url", bind="query-params", format_func=short_url)
+
+
+def host_of_key(key: str) -> str:
+    return key.split("://", 1)[-1].split("/", 1)[0]
+
+
+SCROLL_TO_FIRST_CHANGE = """
+<script>
+const first = document.getElementById("cdc-first-change-new")
+    || document.getElementById("cdc-first-change-old");
+if (first) { first.scrollIntoView({block: "center"}); }
+</script>
+"""
+
+
+def scrolled_to_first_change(html: str) -> str:
+    return html + SCROLL_TO_FIRST_CHANGE
