@@ -302,7 +302,8 @@ def _demo_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     summary = demo.build_demo(
         path, pages=args.pages or demo.DEFAULT_PAGES,
-        generations=args.generations or demo.DEFAULT_GENERATIONS, seed=demo.DEFAULT_SEED if args.seed is None else args.seed, workers=args.workers,
+        generations=args.generations or demo.DEFAULT_GENERATIONS,
+        seed=demo.DEFAULT_SEED if args.seed is None else args.seed, workers=args.workers,
         progress=(lambda done: sys.stderr.write(f"\r{done:6.1%} ")) if sys.stderr.isatty() else None)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
