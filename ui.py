@@ -80,16 +80,59 @@ def page_keys(store: Store) -> list[str]:
     return _page_keys(str(store.path))
 
 
+def _to_query(*keys: str) -> None:
+    """A widget's new value goes to the query string, so the address bar shares the view."""
+    for key in keys:
+        value = st.session_state.get(key)
+        if value is None:
+            st.query_params.pop(key, None)
+        else:
+            st.query_params[key] = str(value)
+
+
+def _host_changed(keys: list[str]) -> None:
+    on_host = [key for key in keys if host_of_key(key) == st.session_state["host"]]
+    st.session_state["url"] = on_host[0]
+    for stale in ("from", "to"):
+        st.session_state.pop(stale, None)
+        st.query_params.pop(stale, None)
+    _to_query("url")
+
+
+def from_query(key: str, options: list, convert=str) -> None:
+    """Open at the value the query string names, when it is one of the options."""
+    wanted = st.query_params.get(key)
+    try:
+        value = convert(wanted) if wanted is not None else None
+    except ValueError:
+        value = None
+    if value in options:
+        st.session_state[key] = value
+    elif st.session_state.get(key) not in options:
+        st.session_state.pop(key, None)
+
+
 def url_picker(keys: list[str]) -> str:
-    """Host, then URL (type to filter); both kept in the query string."""
+    """Host, then URL (type to filter); the URL is kept in the query string."""
     hosts = sorted({host_of_key(key) for key in keys})
-    wanted = st.query_params.get("url")
-    if wanted in keys and "host" not in st.session_state:
-        st.session_state["host"] = host_of_key(wanted)
+    from_query("url", keys)
+    if "url" in st.session_state:
+        st.session_state["host"] = host_of_key(st.session_state["url"])
     left, right = st.columns([1, 3])
-    host = left.selectbox("Host", hosts, key="host")
+    host = left.selectbox("Host", hosts, key="host", on_change=_host_changed, args=(keys,))
     on_host = [key for key in keys if host_of_key(key) == host]
-    return right.selectbox("URL", on_host, key="url", bind="query-params", format_func=short_url)
+    url = right.selectbox("URL", on_host, key="url", format_func=short_url, on_change=_to_query,
+                          args=("url",))
+    st.query_params["url"] = url
+    return url
+
+
+def generation_picker(column, label: str, key: str, options: list[int]) -> int:
+    """A generation, opened from and kept in the query string."""
+    from_query(key, options, int)
+    value = column.selectbox(label, options, key=key, on_change=_to_query, args=(key,))
+    st.query_params[key] = str(value)
+    return value
 
 
 def host_of_key(key: str) -> str:

@@ -43,27 +43,27 @@ class SharedChunk:
         return self.digest.hex()
 
 
-def _sample(store: Store, natural_key: str, generation: int, chunk_index: int) -> str:
-    data = store.chunk_text(natural_key, generation, chunk_index)
-    if data is None:
-        return ""
-    text = " ".join(data.decode("utf-8", "replace").split())
-    return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…"
+def _samples(store: Store, places: list[tuple[str, int, int]]) -> list[str]:
+    """Shortened text of one occurrence of each chunk, read in one go."""
+    samples = []
+    for data in store.chunk_texts(places):
+        text = " ".join((data or b"").decode("utf-8", "replace").split())
+        samples.append(text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…")
+    return samples
 
 
 def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
                      min_pages: int = DEFAULT_MIN_PAGES) -> list[BoilerplateChunk]:
     """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
-    return [
-        BoilerplateChunk(digest, pages, fraction, _sample(store, key, generation, index))
-        for digest, pages, fraction, key, generation, index in store.host_boilerplate(host, share, min_pages)
-    ]
+    rows = store.host_boilerplate(host, share, min_pages)
+    samples = _samples(store, [(key, generation, index) for *_, key, generation, index in rows])
+    return [BoilerplateChunk(digest, pages, fraction, sample)
+            for (digest, pages, fraction, *_), sample in zip(rows, samples)]
 
 
 def shared_across_hosts(store: Store, min_hosts: int = 2, limit: int = 200) -> list[SharedChunk]:
     """Chunks present on `min_hosts` or more hosts, with the hosts."""
-    return [
-        SharedChunk(digest, hosts, pages, _sample(store, sample["natural_key"], sample["generation"],
-                                                  sample["chunk_index"]))
-        for digest, _count, hosts, pages, sample in store.shared_across_hosts(min_hosts, limit)
-    ]
+    rows = store.shared_across_hosts(min_hosts, limit)
+    samples = _samples(store, [(s["natural_key"], s["generation"], s["chunk_index"]) for *_, s in rows])
+    return [SharedChunk(digest, hosts, pages, sample)
+            for (digest, _count, hosts, pages, _), sample in zip(rows, samples)]

@@ -423,7 +423,7 @@ class Store:
         with self.writing() as connection:
             self.set_meta(connection, "retention", policy.to_json())
             self._trim(connection, "SELECT natural_key FROM pages")
-        self._compact()
+        self.compact()
 
     def set_retention(self, policy: RetentionPolicy) -> None:
         with self.writing() as connection:
@@ -445,10 +445,10 @@ class Store:
                     f"SELECT count(*) FROM {table} WHERE natural_key = ?", [natural_key]))
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
                 removed += count
-        self._compact()
+        self.compact()
         return removed
 
-    def _compact(self) -> None:
+    def compact(self) -> None:
         """Rewrite the store into a new file holding only live rows, and swap it in."""
         fresh = self.path.with_name(self.path.name + ".compact")
         with self.write_lock():
@@ -677,13 +677,42 @@ class Store:
                 WHERE digest = ? ORDER BY natural_key, generation, chunk_index
             """, [digest]).fetchall()
 
+    def chunk_texts(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
+        """The bytes of retained chunks, each given as (natural_key, generation, chunk_index),
+        cut from their generations' texts; None where not retained. One connection for all."""
+        if not places:
+            return []
+        wanted = pa.table({"natural_key": [p[0] for p in places], "generation": [p[1] for p in places],
+                           "chunk_index": [p[2] for p in places]},
+                          schema=pa.schema([("natural_key", pa.string()), ("generation", pa.int32()),
+                                            ("chunk_index", pa.int32())]))
+        with self.reading() as connection:
+            connection.register("wanted_chunks", wanted)
+            try:
+                rows = connection.execute("""
+                    WITH placed AS (
+                        SELECT c.natural_key, c.generation, c.chunk_index, c.length,
+                               sum(c.length) OVER (PARTITION BY c.natural_key, c.generation
+                                                   ORDER BY c.chunk_index) - c.length AS offset
+                        FROM content_chunks c
+                        WHERE (c.natural_key, c.generation) IN
+                              (SELECT (natural_key, generation) FROM wanted_chunks)
+                    )
+                    SELECT w.natural_key, w.generation, w.chunk_index, p.offset, p.length, g.text
+                    FROM wanted_chunks w
+                    JOIN placed p USING (natural_key, generation, chunk_index)
+                    JOIN generations g USING (natural_key, generation)
+                    WHERE g.text IS NOT NULL
+                """).fetchall()
+            finally:
+                connection.unregister("wanted_chunks")
+        found = {(key, generation, index): text.encode("utf-8")[offset:offset + length]
+                 for key, generation, index, offset, length, text in rows}
+        return [found.get(tuple(place)) for place in places]
+
     def chunk_text(self, natural_key: str, generation: int, chunk_index: int) -> bytes | None:
         """The bytes of one retained chunk, cut from its generation's text."""
-        version = self.version(natural_key, generation)
-        if version is None or chunk_index >= len(version.chunks):
-            return None
-        offset = sum(length for _, length in version.chunks[:chunk_index])
-        return version.text[offset:offset + version.chunks[chunk_index][1]]
+        return self.chunk_texts([(natural_key, generation, chunk_index)])[0]
 
 
 @dataclass(frozen=True)

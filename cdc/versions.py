@@ -99,8 +99,8 @@ def _chunks(digests: list[bytes], lengths: list[int]) -> list[Chunk]:
             for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
 
 
-def _shown(text: bytes, offset: int, length: int) -> str:
-    return " ".join(text[offset:offset + min(length, 120)].decode("utf-8", "ignore").split())
+def _shown(text: bytes, offset: int, length: int, limit: int = 120) -> str:
+    return " ".join(text[offset:offset + min(length, limit)].decode("utf-8", "ignore").split())
 
 
 def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
@@ -109,7 +109,7 @@ def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
         return " ".join(new[:EXCERPT_CHARS * 2].decode("utf-8", "ignore").split())[:EXCERPT_CHARS]
     parts = []
     for edit in report.edits[:3]:
-        before = _shown(old, edit.old_offset, edit.old_length)
+        before = _shown(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
         after = _shown(new, edit.new_offset, edit.new_length)
         parts.append({"insert": f"+ {after}", "delete": f"- {before}"}.get(edit.kind, f"{before} → {after}"))
     if not parts and report.changed_regions:

@@ -13,7 +13,9 @@ hosts = [host for host, _ in store.hosts()]
 if not hosts:
     ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
 left, middle, right = st.columns([2, 1, 1])
-host = left.selectbox("Host", hosts, key="bp-host", bind="query-params")
+ui.from_query("bp-host", hosts)
+host = left.selectbox("Host", hosts, key="bp-host")
+st.query_params["bp-host"] = host
 share = middle.slider("On more than this share of its pages", 0.01, 0.9, DEFAULT_SHARE, 0.01)
 min_pages = right.number_input("And at least this many pages", 2, 1000, DEFAULT_MIN_PAGES)
 

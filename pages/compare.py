@@ -26,9 +26,8 @@ if len(generations) < 2:
     st.stop()
 
 left, middle, right = st.columns([1, 1, 2])
-new = middle.selectbox("To generation", generations[::-1], key="to", bind="query-params")
-older = [g for g in generations if g < new] or generations[:1]
-old = left.selectbox("From generation", older[::-1], key="from", bind="query-params")
+new = ui.generation_picker(middle, "To generation", "to", generations[::-1][:-1])
+old = ui.generation_picker(left, "From generation", "from", [g for g in generations if g < new][::-1])
 ignore_boilerplate = right.toggle("Leave the host's boilerplate out", key="ignore")
 
 try:

@@ -1,0 +1,145 @@
+"""The dashboard, headless: every page runs on a temporary store and shows the chosen
+page's data; page text with markup renders as text; the CSV download equals `cdc export`."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+from cdc.ingest import Ingester
+from cdc.queries import compare_generations
+from cdc.sources import iter_jsonl
+from cdc.store import Store
+from tests import crawlgen
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKUP = '<script>alert("owned")</script> and <b>bold</b> &amp; more'
+PAGES = ("pages/overview.py", "pages/compare.py", "pages/trends.py", "pages/boilerplate.py",
+         "pages/export.py")
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("dashboard") / "cdc.duckdb"
+    records = crawlgen.crawl(hosts=2, pages=4, versions=4)
+    bodies = crawlgen.page_versions(77, 2)
+    records += [crawlgen.record("https://shop0.example/markup", 0, bodies[0]),
+                crawlgen.record("https://shop0.example/markup", 1, bodies[1] + " " + MARKUP)]
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    Ingester(Store(path)).run(iter_jsonl(io.BytesIO(data), "test.jsonl"))
+    return path
+
+
+@pytest.fixture
+def app(store_path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("CDC_DB", str(store_path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+
+
+def open_page(app: AppTest, page: str, **query: str) -> AppTest:
+    app.run()
+    app.switch_page(page)
+    for key, value in query.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_without_an_exception(app, page):
+    open_page(app, page)
+
+
+def test_overview_shows_the_store(app, store_path):
+    open_page(app, "pages/overview.py")
+    metrics = {m.label: m.value for m in app.metric}
+    stats = Store(store_path).stats()
+    assert metrics["Pages"] == f"{stats['pages']:,}" and metrics["Hosts"] == "2"
+
+
+def test_compare_shows_the_url_and_generations_of_the_query_string(app, store_path):
+    url = "https://shop1.example/item/2"
+    open_page(app, "pages/compare.py", url=url)
+    assert app.selectbox(key="url").value == url
+    expected = compare_generations(Store(store_path), url).report
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Verdict"] == expected.verdict
+    assert metrics["Unchanged (new text)"] == f"{expected.unchanged_ratio:.1%}"
+    assert app.selectbox(key="to").value == 4 and app.selectbox(key="from").value == 3
+    open_page(app, "pages/compare.py", url=url, **{"from": "2", "to": "3"})
+    assert (app.selectbox(key="from").value, app.selectbox(key="to").value) == (2, 3)
+
+
+def _frames(app: AppTest) -> list[str]:
+    return [element.proto.srcdoc for element in app.get("iframe")]
+
+
+def test_page_text_with_markup_renders_as_text(app):
+    open_page(app, "pages/compare.py", url="https://shop0.example/markup")
+    html = "\n".join(_frames(app))
+    assert "&lt;script&gt;alert(&quot;owned&quot;)&lt;/script&gt;" in html or \
+        "&lt;script&gt;alert(\"owned\")&lt;/script&gt;" in html
+    assert '<script>alert("owned")' not in html
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert "&amp;amp;" in html  # the page's literal "&amp;", escaped once more
+
+
+def test_the_csv_download_equals_cdc_export(app, store_path, monkeypatch):
+    downloads: dict[str, bytes] = {}
+    load = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        file_id = load(self, path_or_data, mimetype, kind, filename)
+        downloads[file_id] = path_or_data
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    open_page(app, "pages/export.py")
+    app.selectbox(key="export-host").set_value("shop1.example")
+    app.multiselect(key="export-verdicts").set_value(["minor"])
+    app.run()
+    assert not app.exception
+    url = app.get("download_button")[0].proto.url
+    data = downloads[Path(url).stem]
+    exported = subprocess.run([sys.executable, "-m", "cdc", "--db", str(store_path), "export",
+                               "--host", "shop1.example", "--verdict", "minor"],
+                              capture_output=True, timeout=120, check=True).stdout
+    assert data == exported
+    assert data.count(b"\r\n") == 1 + 4 * 3
+
+
+def test_trends_and_boilerplate_show_the_chosen_page_and_host(app):
+    open_page(app, "pages/trends.py", url="https://shop0.example/item/1")
+    assert any("shop0.example/item/1: 4 generations" in h.value for h in app.subheader)
+    open_page(app, "pages/boilerplate.py", **{"bp-host": "shop1.example"})
+    assert any(h.value.startswith("shop1.example:") for h in app.subheader)
+
+
+def test_a_store_that_cannot_be_opened_is_a_message_not_a_traceback(tmp_path, monkeypatch):
+    broken = tmp_path / "broken.duckdb"
+    broken.write_bytes(b"not a database at all")
+    monkeypatch.setenv("CDC_DB", str(broken))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    app.run()
+    assert not app.exception
+    assert app.error and "cannot open the store" in app.error[0].value
+
+
+def test_the_library_never_imports_streamlit():
+    for path in (ROOT / "cdc").glob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(name.split(".")[0] == "streamlit" for name in names), path
