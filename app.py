@@ -14,10 +14,10 @@ choice = ui.store_choice()
 st.sidebar.caption(f"Store: `{choice.path}` ({choice.reason})")
 
 navigation = st.navigation([
-    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
-    st.Page("pages/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
-    st.Page("pages/boilerplate.py", title="Boilerplate", icon=":material/layers:", url_path="boilerplate"),
-    st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page("views/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page("views/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
+    st.Page("views/boilerplate.py", title="Boilerplate", icon=":material/layers:", url_path="boilerplate"),
+    st.Page("views/export.py", title="Export", icon=":material/download:", url_path="export"),
 ])
 navigation.run()

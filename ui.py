@@ -139,11 +139,15 @@ def host_of_key(key: str) -> str:
     return key.split("://", 1)[-1].split("/", 1)[0]
 
 
+# Scrolls the frame's own document only (scrollIntoView would scroll the whole app too).
 SCROLL_TO_FIRST_CHANGE = """
 <script>
 const first = document.getElementById("cdc-first-change-new")
     || document.getElementById("cdc-first-change-old");
-if (first) { first.scrollIntoView({block: "center"}); }
+if (first) {
+  const top = first.getBoundingClientRect().top + window.scrollY;
+  window.scrollTo(0, Math.max(0, top - 120));
+}
 </script>
 """
 

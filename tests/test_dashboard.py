@@ -14,6 +14,8 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
+from cdc import demo
+from cdc.demo import build_demo
 from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import iter_jsonl
@@ -22,12 +24,20 @@ from tests import crawlgen
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = '<script>alert("owned")</script> and <b>bold</b> &amp; more'
-PAGES = ("pages/overview.py", "pages/compare.py", "pages/trends.py", "pages/boilerplate.py",
-         "pages/export.py")
+PAGES = ("views/overview.py", "views/compare.py", "views/trends.py", "views/boilerplate.py",
+         "views/export.py")
+
+
+@pytest.fixture(scope="module")
+def demo_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    build_demo(path, pages=36, generations=5)
+    return path
 
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory) -> Path:
+    """A small crawl whose every figure the tests know, with markup in one page's text."""
     path = tmp_path_factory.mktemp("dashboard") / "cdc.duckdb"
     records = crawlgen.crawl(hosts=2, pages=4, versions=4)
     bodies = crawlgen.page_versions(77, 2)
@@ -60,8 +70,42 @@ def test_every_page_runs_without_an_exception(app, page):
     open_page(app, page)
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_on_the_demo_store(demo_path, monkeypatch, page):
+    monkeypatch.setenv("CDC_DB", str(demo_path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    open_page(app, page)
+
+
+def test_first_launch_builds_the_demo_store_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CDC_DB", raising=False)
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    app.run()
+    assert not app.exception
+    assert (tmp_path / "data" / "demo.duckdb").exists()
+    assert any("demo data" in caption.value for caption in app.sidebar.caption)
+    assert {m.label: m.value for m in app.metric}["Pages"] == f"{demo.DEFAULT_PAGES:,}"
+
+
+def test_the_demo_shows_markup_as_text(demo_path, monkeypatch):
+    store = Store(demo_path)
+    with store.reading() as connection:
+        (url,) = connection.execute(
+            "SELECT natural_key FROM generations WHERE contains(text, '<script>') "
+            "AND generation > 1 ORDER BY ALL LIMIT 1").fetchone()
+    monkeypatch.setenv("CDC_DB", str(demo_path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    open_page(app, "views/compare.py", url=url)
+    html = "\n".join(_frames(app))
+    assert "&lt;script&gt;" in html and "<script>alert" not in html
+
+
 def test_overview_shows_the_store(app, store_path):
-    open_page(app, "pages/overview.py")
+    open_page(app, "views/overview.py")
     metrics = {m.label: m.value for m in app.metric}
     stats = Store(store_path).stats()
     assert metrics["Pages"] == f"{stats['pages']:,}" and metrics["Hosts"] == "2"
@@ -69,14 +113,14 @@ def test_overview_shows_the_store(app, store_path):
 
 def test_compare_shows_the_url_and_generations_of_the_query_string(app, store_path):
     url = "https://shop1.example/item/2"
-    open_page(app, "pages/compare.py", url=url)
+    open_page(app, "views/compare.py", url=url)
     assert app.selectbox(key="url").value == url
     expected = compare_generations(Store(store_path), url).report
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Verdict"] == expected.verdict
     assert metrics["Unchanged (new text)"] == f"{expected.unchanged_ratio:.1%}"
     assert app.selectbox(key="to").value == 4 and app.selectbox(key="from").value == 3
-    open_page(app, "pages/compare.py", url=url, **{"from": "2", "to": "3"})
+    open_page(app, "views/compare.py", url=url, **{"from": "2", "to": "3"})
     assert (app.selectbox(key="from").value, app.selectbox(key="to").value) == (2, 3)
 
 
@@ -85,7 +129,7 @@ def _frames(app: AppTest) -> list[str]:
 
 
 def test_page_text_with_markup_renders_as_text(app):
-    open_page(app, "pages/compare.py", url="https://shop0.example/markup")
+    open_page(app, "views/compare.py", url="https://shop0.example/markup")
     html = "\n".join(_frames(app))
     assert "&lt;script&gt;alert(&quot;owned&quot;)&lt;/script&gt;" in html or \
         "&lt;script&gt;alert(\"owned\")&lt;/script&gt;" in html
@@ -104,7 +148,7 @@ def test_the_csv_download_equals_cdc_export(app, store_path, monkeypatch):
         return file_id
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
-    open_page(app, "pages/export.py")
+    open_page(app, "views/export.py")
     app.selectbox(key="export-host").set_value("shop1.example")
     app.multiselect(key="export-verdicts").set_value(["minor"])
     app.run()
@@ -119,9 +163,9 @@ def test_the_csv_download_equals_cdc_export(app, store_path, monkeypatch):
 
 
 def test_trends_and_boilerplate_show_the_chosen_page_and_host(app):
-    open_page(app, "pages/trends.py", url="https://shop0.example/item/1")
+    open_page(app, "views/trends.py", url="https://shop0.example/item/1")
     assert any("shop0.example/item/1: 4 generations" in h.value for h in app.subheader)
-    open_page(app, "pages/boilerplate.py", **{"bp-host": "shop1.example"})
+    open_page(app, "views/boilerplate.py", **{"bp-host": "shop1.example"})
     assert any(h.value.startswith("shop1.example:") for h in app.subheader)
 
 

@@ -16,7 +16,7 @@ url = ui.url_picker(keys)
 history = store.generations(url)
 st.subheader(f"{ui.short_url(url)}: {len(history)} generations")
 st.plotly_chart(trend_figure(history), key="trend")
-st.page_link("pages/compare.py", label="Compare its latest two generations",
+st.page_link("views/compare.py", label="Compare its latest two generations",
              query_params={"url": url}, icon=":material/compare:")
 
 host = ui.host_of_key(url)

@@ -36,11 +36,12 @@ except CdcError as exc:
     ui.fail(str(exc))
 report = result.report
 
-figures = st.columns(4)
+figures = st.columns(5)
 figures[0].metric("Verdict", report.verdict.replace("_", " "))
 figures[1].metric("Unchanged (new text)", f"{report.unchanged_ratio:.1%}")
 figures[2].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
-figures[3].metric("Bytes added / removed", f"+{report.bytes_added:,} / -{report.bytes_removed:,}")
+figures[3].metric("Bytes added", f"{report.bytes_added:,}")
+figures[4].metric("Bytes removed", f"{report.bytes_removed:,}")
 
 old_chunks, new_chunks = version_chunks(result.old), version_chunks(result.new)
 st.plotly_chart(

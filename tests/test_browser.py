@@ -1,0 +1,96 @@
+"""End to end in a real browser: `streamlit run app.py` on a loopback port, Debian's
+Chromium driven by Playwright, Compare opened by its link, figure and highlighted text
+awaited, a screenshot saved.
+
+Set CDC_SCREENSHOT to a path to keep the screenshot (the README's comes from here)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from cdc.demo import build_demo
+from cdc.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Flags that keep a sandboxed, offline Chromium from reaching for the network or a GPU.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(base: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"streamlit exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as answer:
+                if answer.read() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("streamlit did not answer in time")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    store_path = tmp_path_factory.mktemp("browser") / "demo.duckdb"
+    build_demo(store_path, pages=24, generations=4)
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--", "--db", str(store_path)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(base, process)
+        yield base, Store(store_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_compare_opens_by_its_link_with_the_figure_and_the_highlighted_text(server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    base, store = server
+    change = next(row for row in store.biggest_changes(limit=50) if row.verdict == "minor")
+    link = f"{base}/compare?" + urlencode({"url": change.natural_key, "from": change.previous_generation,
+                                          "to": change.generation})
+    shot = Path(os.environ.get("CDC_SCREENSHOT") or tmp_path / "compare.png")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            page.goto(link, timeout=60_000)
+            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+            frame = page.frame_locator("iframe").first
+            frame.locator(".cdc-ins, .cdc-del").first.wait_for(timeout=60_000)
+            assert change.natural_key.split("://")[1] in page.content()
+            page.wait_for_timeout(500)  # let the figure finish drawing
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
