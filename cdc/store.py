@@ -525,10 +525,10 @@ class Store:
             """, [natural_key]).fetchall()
         return [ChangeRow(*row) for row in rows]
 
-    def changes(self, *, host: str | None = None, since: datetime | None = None,
-                until: datetime | None = None, verdicts: Sequence[str] = (),
-                min_change: float = 0.0, limit: int | None = None) -> list[ChangeRow]:
-        """Change summaries, newest first, filtered; what the CSV export writes."""
+    @staticmethod
+    def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
+                        verdicts: Sequence[str], min_change: float) -> tuple[str, list]:
+        """A WHERE clause of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
         if host:
             conditions.append("p.host = ?")
@@ -545,17 +545,30 @@ class Store:
         if min_change > 0:
             conditions.append("(1 - coalesce(least(c.unchanged_ratio, c.retained_ratio), 0)) >= ?")
             values.append(min_change)
-        where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+        return ("WHERE " + " AND ".join(conditions)) if conditions else "", values
+
+    def changes(self, *, host: str | None = None, since: datetime | None = None,
+                until: datetime | None = None, verdicts: Sequence[str] = (),
+                min_change: float = 0.0, limit: int | None = None) -> list[ChangeRow]:
+        """Change summaries, newest first, filtered; what the CSV export writes."""
+        where, values = self._change_filters(host, since, until, verdicts, min_change)
         tail = "LIMIT ?" if limit is not None else ""
         if limit is not None:
             values.append(limit)
         with self.reading() as connection:
-            # Only this module's fixed condition strings are joined in; values are bound.
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
                 {where} ORDER BY c.fetched_at DESC, c.natural_key, c.generation DESC {tail}
             """, values).fetchall()
         return [ChangeRow(*row) for row in rows]
+
+    def count_changes(self, *, host: str | None = None, since: datetime | None = None,
+                      until: datetime | None = None, verdicts: Sequence[str] = (),
+                      min_change: float = 0.0) -> int:
+        where, values = self._change_filters(host, since, until, verdicts, min_change)
+        with self.reading() as connection:
+            return _one(connection.execute(
+                f"SELECT count(*) FROM changes c JOIN pages p USING (natural_key) {where}", values))[0]
 
     def host_pages(self, host: str) -> list[tuple]:
         """A host's pages with their latest change: url, generation, fetched_at, verdict, similarity."""

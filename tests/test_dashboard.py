@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from cdc import demo
@@ -139,22 +139,21 @@ def test_page_text_with_markup_renders_as_text(app):
 
 
 def test_the_csv_download_equals_cdc_export(app, store_path, monkeypatch):
-    downloads: dict[str, bytes] = {}
-    load = MemoryMediaFileStorage.load_and_get_id
+    downloads = {}  # what the page registered for each download button, made on a click
+    register = MediaFileManager.add_deferred
 
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        file_id = load(self, path_or_data, mimetype, kind, filename)
-        downloads[file_id] = path_or_data
+    def keep(self, data_callable, *args, **kwargs):
+        file_id = register(self, data_callable, *args, **kwargs)
+        downloads[file_id] = data_callable
         return file_id
 
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
     open_page(app, "views/export.py")
     app.selectbox(key="export-host").set_value("shop1.example")
     app.multiselect(key="export-verdicts").set_value(["minor"])
     app.run()
     assert not app.exception
-    url = app.get("download_button")[0].proto.url
-    data = downloads[Path(url).stem]
+    data = downloads[app.get("download_button")[0].proto.deferred_file_id]()
     exported = subprocess.run([sys.executable, "-m", "cdc", "--db", str(store_path), "export",
                                "--host", "shop1.example", "--verdict", "minor"],
                               capture_output=True, timeout=120, check=True).stdout

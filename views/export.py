@@ -10,6 +10,8 @@ from cdc.compare import VERDICTS
 from cdc.export import changes_csv
 from cdc.ingest import NEW
 
+PREVIEW_ROWS = 200
+
 store = ui.open_store()
 st.title("Export change summaries")
 
@@ -28,11 +30,14 @@ def _start(day: dt.date | None) -> dt.datetime | None:
     return dt.datetime.combine(day, dt.time()) if day else None
 
 
-rows = store.changes(host=None if host == hosts[0] else host, since=_start(since), until=_start(until),
-                     verdicts=verdicts, min_change=min_change)
-st.caption(f"{len(rows):,} changes match")
-st.download_button("Download CSV", changes_csv(rows), file_name="cdc-changes.csv", mime="text/csv",
-                   key="export-download", icon=":material/download:")
+filters = {"host": None if host == hosts[0] else host, "since": _start(since), "until": _start(until),
+           "verdicts": verdicts, "min_change": min_change}
+st.caption(f"{store.count_changes(**filters):,} changes match")
+# The CSV is made when the button is pressed (a store may hold millions of changes).
+st.download_button("Download CSV", lambda: changes_csv(store.changes(**filters)), file_name="cdc-changes.csv",
+                   mime="text/csv", key="export-download", icon=":material/download:")
+preview = store.changes(**filters, limit=PREVIEW_ROWS)
+st.caption(f"The newest {len(preview):,}:" if preview else "")
 st.dataframe([{"url": r.natural_key, "generation": r.generation, "fetched": r.fetched_at,
                "verdict": r.verdict, "+bytes": r.bytes_added, "-bytes": r.bytes_removed,
-               "what changed": r.excerpt} for r in rows[:500]], hide_index=True)
+               "what changed": r.excerpt} for r in preview], hide_index=True)
