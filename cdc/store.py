@@ -45,6 +45,7 @@ from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFo
 SCHEMA_VERSION = 1
 DEFAULT_KEEP = 3
 LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
+RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
 
 
 SCHEMA = [
@@ -189,7 +190,9 @@ class Store:
                         f"the store {self.path} is locked by another process that is writing to "
                         f"it; wait for it to finish and try again ({exc})") from exc
                 time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.25)
+                # A writer releases its lock between batches for only milliseconds: a reader
+                # that backed off for long would keep missing those gaps.
+                delay = min(delay * 2, RETRY_CEILING)
             except duckdb.Error as exc:
                 raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
         try:
@@ -226,7 +229,7 @@ class Store:
                         raise StoreBusyError(
                             f"another cdc process is writing to {self.path}; wait for it to "
                             "finish and try again") from None
-                    time.sleep(0.05)
+                    time.sleep(0.01)
             self._lock_depth = 1
             try:
                 yield
@@ -244,15 +247,31 @@ class Store:
     @contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A write connection with the schema in place, inside one transaction."""
-        with self.write_lock(), self._connect(write=True) as connection:
+        with self.write_lock():
+            if not self.path.exists():
+                self._create()
+            with self._connect(write=True) as connection:
+                self._ensure_schema(connection)
+                connection.execute("BEGIN TRANSACTION")
+                try:
+                    yield connection
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+
+    def _create(self) -> None:
+        """Make a new store under another name and move it into place whole, so a reader
+        never opens a file DuckDB has created but not yet written."""
+        fresh = self.path.with_name(self.path.name + ".new")
+        for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        connection = duckdb.connect(str(fresh))
+        try:
             self._ensure_schema(connection)
-            connection.execute("BEGIN TRANSACTION")
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
+        finally:
+            connection.close()
+        os.replace(fresh, self.path)
 
     # --- meta and schema -------------------------------------------------------------------
 
