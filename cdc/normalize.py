@@ -37,28 +37,26 @@ def _clean(match: re.Match) -> str:
 
 # UTF-8 bytes that begin every character CLEAN removes, other than ASCII controls and
 # lone surrogates (which UTF-8 cannot encode): finding none is a fast "nothing to clean".
-SUSPECT_BYTES = (b"\xc2", b"\xe2\x80\x8b", b"\xe2\x81\xa0", b"\xef\xbb\xbf")
-
-
-def _needs_cleaning(text: str) -> bool:
-    """Whether CLEAN would change the text, found with C-speed byte searches."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate
-        return True
-    return len(data.translate(None, ASCII_DELETE)) != len(data) or any(b in data for b in SUSPECT_BYTES)
+# In UTF-8: what CLEAN removes (but ASCII controls and lone surrogates, found otherwise),
+# and whitespace beyond ASCII, which `bytes.split` would not fold. C2 starts U+0080-U+00BF:
+# the C1 controls, the soft hyphen, NEL and the no-break space among them.
+NEEDS_CHARACTERS = re.compile(
+    rb"\xc2|\xe2\x80[\x80-\x8b\xa8\xa9\xaf]|\xe2\x81[\x9f\xa0]|\xef\xbb\xbf|\xe1\x9a\x80|\xe3\x80\x80")
 
 
 def _fold(text: str) -> bytes:
-    """`normalize_text` as UTF-8 bytes. Regular expressions and NFC run only on the text
-    that needs them: a per-character pass over every page costs more than the rest of
-    normalisation together."""
+    """`normalize_text` as UTF-8 bytes. Most text takes a path of byte operations in C;
+    regular expressions over characters and NFC run only on the text that needs them (a
+    per-character pass over every page costs more than the rest of normalisation)."""
     if text.isascii():  # known without a scan: cleaning is a byte translation
         return b" ".join(text.encode("ascii").translate(ASCII_TABLE, ASCII_DELETE).split())
-    if _needs_cleaning(text):
-        text = CLEAN.sub(_clean, text)
-    if not unicodedata.is_normalized("NFC", text):
-        text = unicodedata.normalize("NFC", text)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        data = None
+    if data is not None and not NEEDS_CHARACTERS.search(data) and unicodedata.is_normalized("NFC", text):
+        return b" ".join(data.translate(ASCII_TABLE, ASCII_DELETE).split())
+    text = unicodedata.normalize("NFC", CLEAN.sub(_clean, text))
     return " ".join(text.split()).encode("utf-8")
 
 
