@@ -43,22 +43,21 @@ class SharedChunk:
         return self.digest.hex()
 
 
+def _shortened(data: bytes | None) -> str:
+    text = " ".join((data or b"").decode("utf-8", "ignore").split())
+    return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…"
+
+
 def _samples(store: Store, places: list[tuple[str, int, int]]) -> list[str]:
     """Shortened text of one occurrence of each chunk, read in one go."""
-    samples = []
-    for data in store.chunk_texts(places):
-        text = " ".join((data or b"").decode("utf-8", "replace").split())
-        samples.append(text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…")
-    return samples
+    return [_shortened(data) for data in store.chunk_texts(places)]
 
 
 def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
                      min_pages: int = DEFAULT_MIN_PAGES) -> list[BoilerplateChunk]:
     """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
-    rows = store.host_boilerplate(host, share, min_pages)
-    samples = _samples(store, [(key, generation, index) for *_, key, generation, index in rows])
-    return [BoilerplateChunk(digest, pages, fraction, sample)
-            for (digest, pages, fraction, *_), sample in zip(rows, samples)]
+    return [BoilerplateChunk(digest, pages, fraction, _shortened(sample))
+            for digest, pages, fraction, *_, sample in store.host_boilerplate(host, share, min_pages, True)]
 
 
 def shared_across_hosts(store: Store, min_hosts: int = 2, limit: int = 200) -> list[SharedChunk]:

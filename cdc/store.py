@@ -94,6 +94,17 @@ SCHEMA = [
     )""",
 ]
 
+# Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
+# an ART index (a generation filter is applied in Python: a page has few generations).
+# The digest index is the seed's, for finding every page that holds a chunk.
+INDEXES = [
+    "CREATE INDEX IF NOT EXISTS pages_key ON pages (natural_key)",
+    "CREATE INDEX IF NOT EXISTS generations_key ON generations (natural_key)",
+    "CREATE INDEX IF NOT EXISTS content_chunks_key ON content_chunks (natural_key)",
+    "CREATE INDEX IF NOT EXISTS content_chunks_digest_idx ON content_chunks (digest)",
+    "CREATE INDEX IF NOT EXISTS changes_key ON changes (natural_key)",
+]
+
 TABLES = ("pages", "generations", "content_chunks", "changes")
 
 
@@ -146,6 +157,23 @@ class WriteBatch:
     chunks: pa.Table
     changes: pa.Table
     checked: pa.Table  # natural_key, last_checked: pages seen again with identical content
+
+
+def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
+              wanted: set[int]) -> dict[int, Version]:
+    """The retained generations among `wanted` of one page (lookups by key alone: indexed)."""
+    texts = {generation: text for generation, text in connection.execute(
+        "SELECT generation, text FROM generations WHERE natural_key = ?", [natural_key]).fetchall()
+        if generation in wanted and text is not None}
+    chunks: dict[int, list[tuple[int, bytes, int]]] = {g: [] for g in texts}
+    for generation, index, digest, length in connection.execute(
+            "SELECT generation, chunk_index, digest, length FROM content_chunks WHERE natural_key = ?",
+            [natural_key]).fetchall():
+        if generation in chunks:
+            chunks[generation].append((index, digest, length))
+    return {generation: Version(natural_key, generation, text.encode("utf-8"),
+                                [(digest, length) for _, digest, length in sorted(chunks[generation])])
+            for generation, text in texts.items()}
 
 
 def _one(result: duckdb.DuckDBPyConnection) -> tuple | None:
@@ -281,7 +309,7 @@ class Store:
         if "meta" not in tables:
             if tables:
                 raise StoreError(f"{self.path} is a DuckDB file but not a cdc store; give another path")
-            for statement in SCHEMA:
+            for statement in SCHEMA + INDEXES:
                 connection.execute(statement)
             connection.executemany("INSERT INTO meta VALUES (?, ?)", [
                 ("schema_version", str(SCHEMA_VERSION)),
@@ -290,6 +318,8 @@ class Store:
             ])
             return
         self._check_meta(connection)
+        for statement in INDEXES:  # a store made before an index was added gets it now
+            connection.execute(statement)
 
     def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> None:
         try:
@@ -512,37 +542,37 @@ class Store:
         """Every generation of a page, oldest first, with the change that made it."""
         with self.reading() as connection:
             rows = connection.execute("""
-                SELECT g.generation, g.fetched_at, g.length, g.chunk_count, g.text IS NOT NULL,
-                       c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio,
-                       c.bytes_added, c.bytes_removed, c.excerpt
-                FROM generations g
-                LEFT JOIN changes c USING (natural_key, generation)
-                WHERE g.natural_key = ?
-                ORDER BY g.generation
+                SELECT generation, fetched_at, length, chunk_count, text IS NOT NULL
+                FROM generations WHERE natural_key = ?
             """, [natural_key]).fetchall()
-        return [GenerationInfo(*row) for row in rows]
+            changes = {row[0]: row[1:] for row in connection.execute("""
+                SELECT generation, verdict, similarity, unchanged_ratio, retained_ratio,
+                       bytes_added, bytes_removed, excerpt
+                FROM changes WHERE natural_key = ?
+            """, [natural_key]).fetchall()}
+        blank = (None,) * 7
+        return [GenerationInfo(*row, *changes.get(row[0], blank)) for row in sorted(rows)]
 
     def version(self, natural_key: str, generation: int) -> Version | None:
         """A retained generation's text and chunks; None when it is not retained."""
+        return self.versions(natural_key, [generation]).get(generation)
+
+    def versions(self, natural_key: str, generations: Sequence[int]) -> dict[int, Version]:
+        """Retained generations of one page, by number, read through one connection."""
         with self.reading() as connection:
-            row = _one(connection.execute(
-                "SELECT text FROM generations WHERE natural_key = ? AND generation = ?",
-                [natural_key, generation]))
-            if row is None or row[0] is None:
-                return None
-            chunks = connection.execute("""
-                SELECT digest, length FROM content_chunks
-                WHERE natural_key = ? AND generation = ? ORDER BY chunk_index
-            """, [natural_key, generation]).fetchall()
-        return Version(natural_key, generation, row[0].encode("utf-8"), chunks)
+            return _versions(connection, natural_key, set(generations))
 
     def history(self, natural_key: str) -> list[ChangeRow]:
         with self.reading() as connection:
-            rows = connection.execute(f"""
-                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
-                WHERE c.natural_key = ? ORDER BY c.generation
+            host = _one(connection.execute("SELECT host FROM pages WHERE natural_key = ?", [natural_key]))
+            rows = connection.execute("""
+                SELECT natural_key, generation, previous_generation, fetched_at, verdict, similarity,
+                       unchanged_ratio, retained_ratio, bytes_added, bytes_removed, regions, excerpt
+                FROM changes WHERE natural_key = ?
             """, [natural_key]).fetchall()
-        return [ChangeRow(*row) for row in rows]
+        if host is None:
+            return []
+        return [ChangeRow(row[0], host[0], *row[1:]) for row in sorted(rows, key=lambda r: r[1])]
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
@@ -659,11 +689,13 @@ class Store:
 
     # --- boilerplate ------------------------------------------------------------------------
 
-    def host_boilerplate(self, host: str, share: float, min_pages: int) -> list[tuple]:
+    def host_boilerplate(self, host: str, share: float, min_pages: int,
+                         with_samples: bool = False) -> list[tuple]:
         """Digests on more than `share` of a host's pages (latest generations), at least
-        `min_pages` of them: digest, pages, share, and one place to cut a sample from."""
+        `min_pages` of them: digest, pages, share, and one place to cut a sample from (and,
+        `with_samples`, the sample's bytes, read through the same connection)."""
         with self.reading() as connection:
-            return connection.execute("""
+            rows = connection.execute("""
                 WITH latest AS (
                     SELECT c.natural_key, c.generation, c.chunk_index, c.digest
                     FROM content_chunks c JOIN pages p
@@ -683,6 +715,10 @@ class Store:
                 WHERE c.pages >= ? AND c.pages > ? * h.pages
                 ORDER BY c.pages DESC, c.digest
             """, [host, host, min_pages, share]).fetchall()
+            if not with_samples:
+                return rows
+            samples = self.chunk_texts([row[3:6] for row in rows], connection)
+        return [(*row, sample) for row, sample in zip(rows, samples)]
 
     def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
         return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
@@ -709,38 +745,26 @@ class Store:
                 WHERE digest = ? ORDER BY natural_key, generation, chunk_index
             """, [digest]).fetchall()
 
-    def chunk_texts(self, places: Sequence[tuple[str, int, int]]) -> list[bytes | None]:
+    def chunk_texts(self, places: Sequence[tuple[str, int, int]],
+                    connection: duckdb.DuckDBPyConnection | None = None) -> list[bytes | None]:
         """The bytes of retained chunks, each given as (natural_key, generation, chunk_index),
-        cut from their generations' texts; None where not retained. One connection for all."""
-        if not places:
-            return []
-        wanted = pa.table({"natural_key": [p[0] for p in places], "generation": [p[1] for p in places],
-                           "chunk_index": [p[2] for p in places]},
-                          schema=pa.schema([("natural_key", pa.string()), ("generation", pa.int32()),
-                                            ("chunk_index", pa.int32())]))
-        with self.reading() as connection:
-            connection.register("wanted_chunks", wanted)
-            try:
-                rows = connection.execute("""
-                    WITH placed AS (
-                        SELECT c.natural_key, c.generation, c.chunk_index, c.length,
-                               sum(c.length) OVER (PARTITION BY c.natural_key, c.generation
-                                                   ORDER BY c.chunk_index) - c.length AS offset
-                        FROM content_chunks c
-                        WHERE (c.natural_key, c.generation) IN
-                              (SELECT (natural_key, generation) FROM wanted_chunks)
-                    )
-                    SELECT w.natural_key, w.generation, w.chunk_index, p.offset, p.length, g.text
-                    FROM wanted_chunks w
-                    JOIN placed p USING (natural_key, generation, chunk_index)
-                    JOIN generations g USING (natural_key, generation)
-                    WHERE g.text IS NOT NULL
-                """).fetchall()
-            finally:
-                connection.unregister("wanted_chunks")
-        found = {(key, generation, index): text.encode("utf-8")[offset:offset + length]
-                 for key, generation, index, offset, length, text in rows}
-        return [found.get(tuple(place)) for place in places]
+        cut from their generations' texts; None where not retained."""
+        if connection is None:
+            with self.reading() as connection:
+                return self.chunk_texts(places, connection)
+        by_page: dict[str, set[int]] = {}
+        for key, generation, _ in places:
+            by_page.setdefault(key, set()).add(generation)
+        versions = {key: _versions(connection, key, generations) for key, generations in by_page.items()}
+        texts = []
+        for key, generation, index in places:
+            version = versions[key].get(generation)
+            if version is None or index >= len(version.chunks):
+                texts.append(None)
+                continue
+            offset = sum(length for _, length in version.chunks[:index])
+            texts.append(version.text[offset:offset + version.chunks[index][1]])
+        return texts
 
     def chunk_text(self, natural_key: str, generation: int, chunk_index: int) -> bytes | None:
         """The bytes of one retained chunk, cut from its generation's text."""
