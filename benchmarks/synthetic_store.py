@@ -50,7 +50,7 @@ import pyarrow as pa
 
 import cdc
 from cdc.ingest import BATCH_RECORDS, NEW
-from cdc.store import DEFAULT_KEEP, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
+from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 
 BUILDER_VERSION = 1  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored
@@ -374,6 +374,8 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             }, schema=_PAGES)
             _insert(connection, "pages", page_rows)
             connection.execute("COMMIT")
+            for statement in INDEXES:  # as a store cdc writes has them
+                connection.execute(statement)
             connection.execute("CHECKPOINT")
         finally:
             connection.close()
@@ -384,7 +386,7 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
 
 def cache_name(pages: int, generations: int, hosts: int, seed: int, keep: int = DEFAULT_KEEP) -> str:
     """File name of a cached store: its parameters, and a fingerprint of what shapes it."""
-    shape = repr((SCHEMA, SCHEMA_VERSION, cdc.SPEC, BUILDER_VERSION, BATCH_RECORDS, keep))
+    shape = repr((SCHEMA, INDEXES, SCHEMA_VERSION, cdc.SPEC, BUILDER_VERSION, BATCH_RECORDS, keep))
     fingerprint = hashlib.sha256(shape.encode()).hexdigest()[:10]
     return f"synthetic-p{pages}-g{generations}-h{hosts}-s{seed}-k{keep}-{fingerprint}.duckdb"
 
