@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
 
+from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.errors import CdcError
 from cdc.launch import StoreChoice, choose_store
 from cdc.store import Store
@@ -28,29 +31,65 @@ def _store(path: str) -> Store:
     return Store(path)
 
 
-def _build_demo(path: Path) -> None:
-    from cdc.demo import build_demo
+class _DemoBuild:
+    """The first launch's demo build: once per process, in its own thread, so a reload or a
+    second browser tab waits for it instead of starting, or breaking, another."""
 
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.done = 0.0
+        self.error: str | None = None
+
+    def start(self, path: Path) -> None:
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, args=(path,), daemon=True)
+                self.thread.start()
+
+    def _run(self, path: Path) -> None:
+        from cdc.demo import build_demo
+
+        try:
+            build_demo(path, progress=self._progress)
+        except CdcError as exc:
+            self.error = str(exc)
+
+    def _progress(self, done: float) -> None:
+        self.done = done
+
+
+_demo = _DemoBuild()
+
+
+def _wait_for_demo(path: Path) -> None:
+    _demo.start(path)
     bar = st.progress(0.0, text="Building the demo store (first launch only)…")
-    build_demo(path, progress=lambda done: bar.progress(min(done, 1.0), text="Building the demo store…"))
+    while _demo.thread.is_alive():
+        bar.progress(min(_demo.done, 1.0), text=f"Building the demo store… {_demo.done:.0%}")
+        time.sleep(0.2)
     bar.empty()
+    if _demo.error:
+        fail(f"Could not build the demo store: {_demo.error}")
 
 
 def open_store() -> Store:
-    """The store this app shows; builds the demo on first launch; stops with a message if it
-    cannot be opened."""
+    """The store this app shows (app.py calls it once per run); builds the demo on first
+    launch; stops with a message if the store cannot be opened."""
     choice = store_choice()
     if choice.is_demo and not choice.path.exists():
-        try:
-            _build_demo(choice.path)
-        except CdcError as exc:
-            fail(f"Could not build the demo store: {exc}")
+        _wait_for_demo(choice.path)
     store = _store(str(choice.path))
     try:
         store.meta()
     except CdcError as exc:
         fail(str(exc))
     return store
+
+
+def current_store() -> Store:
+    """For the views: the store app.py opened and checked in this run."""
+    return _store(str(store_choice().path))
 
 
 def fail(message: str) -> None:
@@ -154,3 +193,30 @@ if (first) {
 
 def scrolled_to_first_change(html: str) -> str:
     return html + SCROLL_TO_FIRST_CHANGE
+
+
+def _version(store: Store) -> float:
+    """Changes whenever a writer commits: the store file's modification time."""
+    try:
+        return store.path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@st.cache_data(ttl=60, show_spinner=False, max_entries=64)
+def _host_boilerplate(path: str, _version: float, host: str, share: float, min_pages: int):
+    return host_boilerplate(Store(path), host, share, min_pages)
+
+
+@st.cache_data(ttl=60, show_spinner=False, max_entries=8)
+def _shared_across_hosts(path: str, _version: float):
+    return shared_across_hosts(Store(path))
+
+
+def cached_host_boilerplate(store: Store, host: str, share: float, min_pages: int):
+    """Boilerplate per host, cached until the store changes: the sliders rerun the view."""
+    return _host_boilerplate(str(store.path), _version(store), host, share, min_pages)
+
+
+def cached_shared_across_hosts(store: Store):
+    return _shared_across_hosts(str(store.path), _version(store))

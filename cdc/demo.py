@@ -33,6 +33,7 @@ one page is held at a time, besides each host's frame and pool of sentences.
 from __future__ import annotations
 
 import math
+import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -483,7 +484,14 @@ def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = 
 
     items = (SourceRecord("demo", number, record)
              for number, record in enumerate(demo_records(pages, generations, seed), start=1))
-    store = Store(path)
+    # Built under another name and moved into place whole: a store at `path` is complete.
+    building = path.with_name(f"{path.name}.building-{os.getpid()}")
+    for leftover in (building, building.with_name(building.name + ".wal"),
+                     building.with_name(building.name + ".lock")):
+        leftover.unlink(missing_ok=True)
+    store = Store(building)
     summary = Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers).run(items)
     store.compact()  # drop the space that trimming old generations freed: about half the file
+    os.replace(building, path)
+    building.with_name(building.name + ".lock").unlink(missing_ok=True)
     return summary

@@ -4,9 +4,9 @@ chunk occurs."""
 import streamlit as st
 
 import ui
-from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
+from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
 
-store = ui.open_store()
+store = ui.current_store()
 st.title("Boilerplate")
 
 hosts = [host for host, _ in store.hosts()]
@@ -19,7 +19,7 @@ st.query_params["bp-host"] = host
 share = middle.slider("On more than this share of its pages", 0.01, 0.9, DEFAULT_SHARE, 0.01)
 min_pages = right.number_input("And at least this many pages", 2, 1000, DEFAULT_MIN_PAGES)
 
-chunks = host_boilerplate(store, host, share, int(min_pages))
+chunks = ui.cached_host_boilerplate(store, host, share, int(min_pages))
 st.subheader(f"{host}: {len(chunks)} boilerplate chunks")
 st.dataframe([{"digest": c.hex[:16], "pages": c.pages, "share": c.share, "sample text": c.sample}
               for c in chunks],
@@ -27,7 +27,7 @@ st.dataframe([{"digest": c.hex[:16], "pages": c.pages, "share": c.share, "sample
                  "share", min_value=0.0, max_value=1.0, format="percent")},
              hide_index=True)
 
-shared = shared_across_hosts(store)
+shared = ui.cached_shared_across_hosts(store)
 st.subheader(f"Across hosts: {len(shared)} chunks on two or more hosts")
 st.dataframe([{"digest": c.hex[:16], "hosts": ", ".join(c.hosts), "pages": c.pages, "sample text": c.sample}
               for c in shared], hide_index=True)

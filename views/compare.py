@@ -12,14 +12,13 @@ from cdc.figures import alignment_figure
 from cdc.highlight import changes_list, side_by_side_html
 from cdc.queries import compare_generations, version_chunks
 
-store = ui.open_store()
+store = ui.current_store()
 st.title("Compare")
 
 keys = ui.page_keys(store)
 if not keys:
     ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
 url = ui.url_picker(keys)
-page = store.page(url)
 generations = [g.generation for g in store.generations(url) if g.retained]
 if len(generations) < 2:
     st.info(f"{url} has {len(generations)} retained generation(s): nothing to compare yet.")

@@ -12,7 +12,7 @@ from cdc.ingest import NEW
 
 PREVIEW_ROWS = 200
 
-store = ui.open_store()
+store = ui.current_store()
 st.title("Export change summaries")
 
 hosts = ["(all hosts)"] + [host for host, _ in store.hosts()]

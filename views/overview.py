@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from cdc.figures import host_heatmap, verdict_figure
 
-store = ui.open_store()
+store = ui.current_store()
 st.title("Overview")
 
 stats = store.stats()

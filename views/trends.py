@@ -6,7 +6,7 @@ import streamlit as st
 import ui
 from cdc.figures import host_change_distribution, trend_figure
 
-store = ui.open_store()
+store = ui.current_store()
 st.title("Trends")
 
 keys = ui.page_keys(store)
