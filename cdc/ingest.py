@@ -267,9 +267,13 @@ class Ingester:
         slices = [part for part in slices if part]
         if self._pool is None:
             chunk_content(b"warm")  # load the compiled kernels once, before forking
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
-        outputs = self._pool.map(build_pages, [[pages[n] for n in part] for part in slices],
-                                 [self.params] * len(slices))
+            self._pool = ProcessPoolExecutor(self.workers - 1,
+                                             mp_context=multiprocessing.get_context("fork"))
+        # This process takes the first share itself, rather than wait: one process fewer,
+        # and that share's pages never travel between processes.
+        futures = [self._pool.submit(build_pages, [pages[n] for n in part], self.params) for part in slices[1:]]
+        outputs = [build_pages([pages[n] for n in slices[0]], self.params)]
+        outputs += [future.result() for future in futures]
         outcomes: list[PageOutcome | None] = [None] * len(pages)
         for part, output in zip(slices, outputs):
             for number, outcome in zip(part, output):
