@@ -271,7 +271,8 @@ class Ingester:
                                              mp_context=multiprocessing.get_context("fork"))
         # This process takes the first share itself, rather than wait: one process fewer,
         # and that share's pages never travel between processes.
-        futures = [self._pool.submit(build_pages, [pages[n] for n in part], self.params) for part in slices[1:]]
+        futures = [self._pool.submit(build_pages, [pages[n] for n in part], self.params)
+                   for part in slices[1:]]
         outputs = [build_pages([pages[n] for n in slices[0]], self.params)]
         outputs += [future.result() for future in futures]
         outcomes: list[PageOutcome | None] = [None] * len(pages)
