@@ -151,8 +151,11 @@ def from_query(key: str, options: list, convert=str) -> None:
         st.session_state.pop(key, None)
 
 
-def url_picker(keys: list[str]) -> str:
+def url_picker(store: Store) -> str:
     """Host, then URL (type to filter); the URL is kept in the query string."""
+    keys = page_keys(store)
+    if not keys:
+        fail("The store has no pages yet: `cdc ingest FILE` adds some.")
     hosts = sorted({host_of_key(key) for key in keys})
     from_query("url", keys)
     if "url" in st.session_state:

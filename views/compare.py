@@ -15,10 +15,7 @@ from cdc.queries import compare_generations, version_chunks
 store = ui.current_store()
 st.title("Compare")
 
-keys = ui.page_keys(store)
-if not keys:
-    ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
-url = ui.url_picker(keys)
+url = ui.url_picker(store)
 generations = [g.generation for g in store.generations(url) if g.retained]
 if len(generations) < 2:
     st.info(f"{url} has {len(generations)} retained generation(s): nothing to compare yet.")

@@ -9,10 +9,7 @@ from cdc.figures import host_change_distribution, trend_figure
 store = ui.current_store()
 st.title("Trends")
 
-keys = ui.page_keys(store)
-if not keys:
-    ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
-url = ui.url_picker(keys)
+url = ui.url_picker(store)
 history = store.generations(url)
 st.subheader(f"{ui.short_url(url)}: {len(history)} generations")
 st.plotly_chart(trend_figure(history), key="trend")
