@@ -21,11 +21,14 @@ from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_cont
 from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.errors import CdcError
 from cdc.export import write_changes_csv
+from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
 from cdc.ingest import NEW, Ingester, IngestSummary, parse_time
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.queries import compare_generations, find_page
 from cdc.sources import iter_lines, open_input
 from cdc.store import RetentionPolicy, Store
+from cdc.urls import canonical_url
+from cdc.warc import Revisit, WarcSummary, is_warc, iter_warc
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -191,6 +194,33 @@ def _retention_policy(args: argparse.Namespace, current: RetentionPolicy) -> Ret
     return RetentionPolicy(keep, tuple(sorted(classes.items())))
 
 
+def _warc_items(name: str, mode: str, revisits: list, summary: WarcSummary) -> Iterator:
+    """The pages of a WARC file as records; revisit records go to `revisits`. FastWARC reads
+    the file itself, gzip included (faster than Python's gzip)."""
+    try:
+        stream = open(name, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        stream = open_input(name)  # its message says what is wrong
+    try:
+        for item in iter_warc(stream, name, mode, summary):
+            if isinstance(item, Revisit):
+                revisits.append(item)
+            else:
+                yield item
+    finally:
+        stream.close()
+
+
+def _is_warc_file(name: str) -> bool:
+    if name == "-":
+        return False
+    stream = open_input(name)
+    try:
+        return is_warc(stream)
+    finally:
+        stream.close()
+
+
 def _ingest_command(args: argparse.Namespace) -> int:
     store = _store(args)
     if args.keep is not None or args.class_keep:
@@ -200,15 +230,66 @@ def _ingest_command(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty() and not args.quiet
     ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
                         workers=args.workers)
+    warc_files = {name for name in args.files if _is_warc_file(name)}  # by content; fails early
+    if warc_files:
+        store.claim_extraction_mode(args.extract)
+    revisits: list[Revisit] = []
+    warc = WarcSummary()
     for name in args.files:
-        if name != "-":
-            open_input(name).close()  # a missing file fails before any work
-    for name in args.files:
-        ingester.run(iter_lines(name))
+        if name in warc_files:
+            ingester.run(_warc_items(name, args.extract, revisits, warc))
+        else:
+            ingester.run(iter_lines(name))
+    if revisits:  # a revisit record says the page was fetched again, unchanged
+        ingester.summary.unchanged += len(revisits)
+        checked = []
+        for revisit in revisits:
+            try:
+                checked.append((canonical_url(revisit.url), parse_time(revisit.fetched_at)))
+            except (CdcError, ValueError):
+                continue
+        with store.writing() as connection:
+            store.mark_checked(connection, checked)
     if show:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)
+    if warc_files:
+        skipped = [f"{count:,} with status {status}" for status, count in sorted(warc.skipped_status.items())]
+        skipped += [f"{count:,} of type {kind}" for kind, count in sorted(warc.skipped_type.items())]
+        print(f"WARC records {warc.records:,}: {warc.pages:,} HTML pages, {warc.revisits:,} revisits"
+              + (f"; not pages: {', '.join(skipped)}" if skipped else ""))
     return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
+
+
+def _fetch_command(args: argparse.Namespace) -> int:
+    from cdc.fetch import FetchOptions, fetch_all
+
+    urls = list(args.urls)
+    if args.urls_file:
+        stream = open_input(args.urls_file)
+        try:
+            urls += [line.strip() for line in stream.read().decode("utf-8", "replace").splitlines()
+                     if line.strip() and not line.lstrip().startswith("#")]
+        finally:
+            stream.close()
+    if not urls:
+        raise CdcError("no URLs: give them as arguments or with --urls FILE")
+    try:
+        options = FetchOptions(timeout=args.timeout, concurrency=args.concurrency,
+                               politeness_delay=args.delay, respect_robots=not args.ignore_robots,
+                               extract_mode=args.extract)
+    except ValueError as exc:
+        raise CdcError(str(exc)) from exc
+    store = _store(args)
+    store.claim_extraction_mode(args.extract)
+    if args.warc_out:
+        with open(args.warc_out, "ab") as warc:
+            summary = fetch_all(urls, store, options, warc_out=warc)
+    else:
+        summary = fetch_all(urls, store, options)
+    for line in summary.lines():
+        print(line)
+    return EXIT_SKIPPED if summary.failed else EXIT_OK
 
 
 def _compare_command(args: argparse.Namespace) -> int:
@@ -321,6 +402,8 @@ def _stats_command(args: argparse.Namespace) -> int:
         print(f"{name:<22}{stats[name]:>12,}")
     print(f"{'file bytes':<22}{stats['file_bytes']:>12,}")
     print(f"{'spec':<22}{meta.get('spec')}")
+    if "extraction" in meta:
+        print(f"{'html extraction':<22}{meta['extraction']}")
     print(f"{'retention':<22}{meta.get('retention')}")
     return EXIT_OK
 
@@ -355,15 +438,30 @@ def build_parser() -> argparse.ArgumentParser:
     diff.set_defaults(run=_diff_command)
 
     ingest = commands.add_parser(
-        "ingest", help="add crawl records (JSONL, .jsonl.gz, - for stdin) to the store")
+        "ingest", help="add crawl records (JSONL, WARC, gzip or not, - for stdin) to the store")
     ingest.add_argument("files", nargs="+", metavar="FILE")
     ingest.add_argument("--keep", type=int, help="generations per page that keep text and chunks (default 3)")
     ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
                         help="a retention class's own limit (repeatable)")
     ingest.add_argument("--workers", type=int, default=default_threads(),
                         help="processes that parse, normalise and compare (default: the cores, %(default)s)")
+    ingest.add_argument("--extract", choices=EXTRACTION_MODES, default=MAIN_CONTENT,
+                        help="for WARC input: the page's main content (default) or its whole text")
     ingest.add_argument("--quiet", action="store_true", help="no progress line")
     ingest.set_defaults(run=_ingest_command)
+
+    fetch = commands.add_parser("fetch", help="fetch live pages (conditional requests) into the store")
+    fetch.add_argument("urls", nargs="*", metavar="URL")
+    fetch.add_argument("--urls", dest="urls_file", metavar="FILE", help="one URL a line (- is stdin)")
+    fetch.add_argument("--warc-out", metavar="FILE", help="append every response to this WARC file")
+    fetch.add_argument("--extract", choices=EXTRACTION_MODES, default=MAIN_CONTENT,
+                       help="the page's main content (default) or its whole text")
+    fetch.add_argument("--timeout", type=float, default=20.0, help="seconds per request (default 20)")
+    fetch.add_argument("--concurrency", type=int, default=8, help="requests at once (default 8)")
+    fetch.add_argument("--delay", type=float, default=1.0,
+                       help="seconds between requests to one host (default 1)")
+    fetch.add_argument("--ignore-robots", action="store_true", help="do not honour robots.txt")
+    fetch.set_defaults(run=_fetch_command)
 
     compare_ = commands.add_parser("compare", help="what changed between two generations of a URL")
     compare_.add_argument("url", metavar="URL")

@@ -439,6 +439,60 @@ class Store:
                          "batch_checked"):
                 connection.unregister(name)
 
+    # --- live fetching: conditional-request validators --------------------------------------
+
+    def page_validators(self, connection: duckdb.DuckDBPyConnection,
+                        keys: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(etag, last_modified) of each page among `keys` the store has."""
+        if not keys:
+            return {}
+        connection.register("wanted_keys", pa.table({"natural_key": pa.array(list(keys), pa.string())}))
+        try:
+            rows = connection.execute("""
+                SELECT p.natural_key, p.etag, p.last_modified
+                FROM pages p JOIN wanted_keys w USING (natural_key)
+            """).fetchall()
+        finally:
+            connection.unregister("wanted_keys")
+        return {key: (etag, last_modified) for key, etag, last_modified in rows}
+
+
+    def save_validators(self, connection: duckdb.DuckDBPyConnection,
+                        rows: Sequence[tuple[str, str | None, str | None]]) -> None:
+        """Set (natural_key, etag, last_modified) of pages the store has."""
+        if not rows:
+            return
+        keys, etags, modified = zip(*rows)
+        connection.register("batch_validators", pa.table({
+            "natural_key": pa.array(keys, pa.string()), "etag": pa.array(etags, pa.string()),
+            "last_modified": pa.array(modified, pa.string())}))
+        try:
+            connection.execute("""
+                UPDATE pages SET etag = v.etag, last_modified = v.last_modified
+                FROM batch_validators v WHERE pages.natural_key = v.natural_key
+            """)
+        finally:
+            connection.unregister("batch_validators")
+
+
+    def mark_checked(self, connection: duckdb.DuckDBPyConnection,
+                     rows: Sequence[tuple[str, datetime]]) -> None:
+        """Move `last_checked` of pages forward (a 304: the page is as stored)."""
+        if not rows:
+            return
+        keys, times = zip(*rows)
+        connection.register("batch_checked", pa.table({
+            "natural_key": pa.array(keys, pa.string()), "last_checked": pa.array(times, pa.timestamp("us"))}))
+        try:
+            connection.execute("""
+                UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
+                FROM (SELECT natural_key, max(last_checked) AS last_checked
+                      FROM batch_checked GROUP BY natural_key) c
+                WHERE pages.natural_key = c.natural_key
+            """)
+        finally:
+            connection.unregister("batch_checked")
+
     def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> None:
         """Drop text and chunk rows of generations past each page's retention limit."""
         policy = self.retention(connection)
@@ -473,6 +527,18 @@ class Store:
             self.set_meta(connection, "retention", policy.to_json())
             self._trim(connection, "SELECT natural_key FROM pages")
         self.compact()
+
+    def claim_extraction_mode(self, mode: str) -> None:
+        """Record how HTML is turned into text in this store, or refuse another way: pages
+        extracted two ways would compare as changed when only the extraction differs."""
+        with self.writing() as connection:
+            row = _one(connection.execute("SELECT value FROM meta WHERE key = 'extraction'"))
+            if row is None:
+                self.set_meta(connection, "extraction", mode)
+            elif row[0] != mode:
+                raise StoreError(
+                    f"{self.path} holds pages extracted with --extract {row[0]}, not {mode}: use "
+                    f"--extract {row[0]}, or another store (--db PATH) for {mode} extraction")
 
     def set_retention(self, policy: RetentionPolicy) -> None:
         with self.writing() as connection:

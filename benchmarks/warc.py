@@ -1,0 +1,194 @@
+"""WARC benchmark: end-to-end ingest of real HTML, extraction alone, boilerplate, memory.
+
+Input: the 530 HTML pages of Debian's python3.11-doc package (/usr/share/doc/python3.11/html,
+about 51 MB), served as https://docs.python.org/3.11/<path> and written once into
+data/bench/pydocs.warc.gz (one gzip member per record) with cdc.warc's writer helpers.
+
+1. End to end: `iter_warc` (main-content extraction) into `Ingester` on a fresh store, in
+   MB/s of HTML payload (1 MB = 10^6 bytes), median of `--runs` (default 3).
+2. Extraction alone: `html_to_record` over the same pages held in memory, median of runs.
+3. Boilerplate: `cdc.boilerplate.host_boilerplate(store, "docs.python.org")` must not be
+   empty (in the main-content store; the whole-page mode is reported too).
+4. With `--big`: a ~1 GB WARC.gz made by repeating the docs records under other URLs and
+   dates, streamed to disk (never held in memory), then ingested in a child process, whose
+   peak RSS (`resource.getrusage(RUSAGE_CHILDREN)`) is reported.
+
+Targets print PASS or FAIL. Run from the repository root:
+
+    python benchmarks/warc.py            # about a minute
+    python benchmarks/warc.py --big      # adds the ~1 GB memory run (several minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cdc.boilerplate import host_boilerplate
+from cdc.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
+from cdc.ingest import Ingester
+from cdc.sources import BadRecord, SourceRecord
+from cdc.store import Store
+from cdc.warc import WarcSummary, iter_warc, write_warc_response
+
+DOCS = Path("/usr/share/doc/python3.11/html")
+HOST = "docs.python.org"
+BENCH_DIR = Path("data/bench")
+WARC_PATH = BENCH_DIR / "pydocs.warc.gz"
+BIG_PATH = BENCH_DIR / "pydocs-big.warc.gz"
+BIG_BYTES = 1_000_000_000  # of HTML payload
+TARGET_MBPS = 20.0
+TARGET_RSS_MB = 300.0
+HTML_HEADERS = [("Content-Type", "text/html; charset=utf-8")]
+
+
+def doc_pages() -> list[Path]:
+    if not DOCS.is_dir():
+        sys.exit(f"{DOCS} is missing: apt-get install -y python3.11-doc")
+    return sorted(DOCS.rglob("*.html"))
+
+
+def url_of(path: Path, prefix: str = "3.11") -> str:
+    return f"https://{HOST}/{prefix}/{path.relative_to(DOCS).as_posix()}"
+
+
+def build_warc(path: Path) -> int:
+    """The docs pages as one WARC.gz, built once; HTML bytes in it."""
+    pages = doc_pages()
+    total = sum(page.stat().st_size for page in pages)
+    if path.exists():
+        return total
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    with partial.open("wb") as out:
+        for page in pages:
+            write_warc_response(out, url_of(page), "2024-05-01T12:00:00Z", 200, HTML_HEADERS,
+                                page.read_bytes(), compress=True)
+    partial.rename(path)
+    return total
+
+
+def build_big_warc(path: Path, target: int = BIG_BYTES) -> int:
+    """The docs records repeated under other URLs and dates up to `target` HTML bytes,
+    written as they are made (never the whole file in memory); HTML bytes in it."""
+    pages = doc_pages()
+    per_round = sum(page.stat().st_size for page in pages)
+    rounds = max(1, -(-target // per_round))
+    if path.exists():
+        return rounds * per_round
+    partial = path.with_suffix(".partial")
+    with partial.open("wb") as out:
+        for round_number in range(rounds):
+            # Half the rounds are new URLs, half new generations of earlier ones.
+            prefix = f"copy{round_number // 2}"
+            fetched_at = f"2024-{1 + round_number % 2:02d}-01T00:00:00Z"
+            for page in pages:
+                write_warc_response(out, url_of(page, prefix), fetched_at, 200, HTML_HEADERS,
+                                    page.read_bytes(), compress=True)
+    partial.rename(path)
+    return rounds * per_round
+
+
+def pages_only(items: Iterator) -> Iterator[SourceRecord | BadRecord]:
+    return (item for item in items if isinstance(item, (SourceRecord, BadRecord)))
+
+
+def ingest(warc: Path, store_path: Path, mode: str = MAIN_CONTENT) -> tuple[float, WarcSummary]:
+    summary = WarcSummary()
+    start = time.perf_counter()
+    with warc.open("rb") as stream:
+        result = Ingester(Store(store_path)).run(pages_only(iter_warc(stream, str(warc), mode, summary)))
+    elapsed = time.perf_counter() - start
+    if result.bad:
+        raise SystemExit(f"bad records in the benchmark WARC: {result.bad[:3]}")
+    return elapsed, summary
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _big_child(path: str, store_path: str, queue: multiprocessing.Queue) -> None:
+    elapsed, summary = ingest(Path(path), Path(store_path))
+    queue.put((elapsed, summary.pages, summary.html_bytes))
+
+
+def big_run(tmp: Path) -> None:
+    print(f"building {BIG_PATH} (once) ...", flush=True)
+    start = time.perf_counter()
+    html_bytes = build_big_warc(BIG_PATH)
+    print(f"  {html_bytes / 1e9:.2f} GB of HTML, {BIG_PATH.stat().st_size / 1e6:.0f} MB compressed, "
+          f"{time.perf_counter() - start:.0f} s")
+    queue: multiprocessing.Queue = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(
+        target=_big_child, args=(str(BIG_PATH), str(tmp / "big.duckdb"), queue))
+    child.start()
+    elapsed, pages, payload = queue.get()
+    child.join()
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+    print(f"big ingest: {pages:,} pages, {payload / 1e6:,.0f} MB of HTML in {elapsed:.0f} s "
+          f"({payload / 1e6 / elapsed:.1f} MB/s)")
+    print(f"peak RSS of the ingesting process: {peak_mb:.0f} MB   "
+          f"target <= {TARGET_RSS_MB:.0f} MB: {verdict(peak_mb <= TARGET_RSS_MB)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="also the ~1 GB peak-memory run")
+    args = parser.parse_args()
+
+    html_bytes = build_warc(WARC_PATH)
+    pages = doc_pages()
+    print(f"input: {len(pages)} pages, {html_bytes / 1e6:.1f} MB of HTML; "
+          f"{WARC_PATH} {WARC_PATH.stat().st_size / 1e6:.1f} MB")
+
+    with tempfile.TemporaryDirectory() as directory:
+        tmp = Path(directory)
+        times = []
+        for run in range(args.runs):
+            elapsed, summary = ingest(WARC_PATH, tmp / f"run{run}.duckdb")
+            assert summary.pages == len(pages), summary
+            times.append(elapsed)
+        median = statistics.median(times)
+        mbps = html_bytes / 1e6 / median
+        print(f"end to end (iter_warc -> Ingester, main content): median {median:.2f} s, "
+              f"{mbps:.1f} MB/s of HTML   target >= {TARGET_MBPS:.0f} MB/s: {verdict(mbps >= TARGET_MBPS)}")
+
+        bodies = [page.read_bytes() for page in pages]
+        for mode in (MAIN_CONTENT, WHOLE_PAGE):
+            runs = []
+            for _ in range(args.runs):
+                start = time.perf_counter()
+                for body in bodies:
+                    html_to_record(body, "https://docs.python.org/3.11/x.html", "2024-05-01", "utf-8", mode)
+                runs.append(time.perf_counter() - start)
+            print(f"extraction alone ({mode}): {html_bytes / 1e6 / statistics.median(runs):.1f} MB/s")
+
+        found = host_boilerplate(Store(tmp / "run0.duckdb"), HOST)
+        print(f"boilerplate on {HOST} (main content): {len(found)} chunks   non-empty: "
+              f"{verdict(bool(found))}")
+        for chunk in found[:3]:
+            print(f"  {chunk.pages} pages ({chunk.share:.0%}): {chunk.sample[:90]}")
+        ingest(WARC_PATH, tmp / "whole.duckdb", WHOLE_PAGE)
+        whole = host_boilerplate(Store(tmp / "whole.duckdb"), HOST)
+        print(f"boilerplate on {HOST} (whole page): {len(whole)} chunks")
+        for chunk in whole[:3]:
+            print(f"  {chunk.pages} pages ({chunk.share:.0%}): {chunk.sample[:90]}")
+
+        if args.big:
+            big_run(tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
