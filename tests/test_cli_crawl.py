@@ -18,8 +18,9 @@ def write_crawl(path, compress: bool) -> None:
     html = "text/html; charset=utf-8"
     with open(path, "wb") as out:
         for day, price in ((1, "$19.99"), (2, "$24.99")):
+            body = PAGE.format(price=price).encode()
             write_warc_response(out, "https://shop.example/lamp", f"2026-11-0{day}T10:00:00Z", 200,
-                                [("Content-Type", html)], PAGE.format(price=price).encode(), compress=compress)
+                                [("Content-Type", html)], body, compress=compress)
         write_warc_revisit(out, "https://shop.example/lamp", "2026-11-03T10:00:00Z", compress=compress)
         write_warc_response(out, "https://shop.example/manual.pdf", "2026-11-02T10:00:00Z", 200,
                             [("Content-Type", "application/pdf")], b"%PDF-1.4 not html", compress=compress)
@@ -34,7 +35,8 @@ def test_ingest_reads_warc_found_by_content(tmp_path, capsys, compress):
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "ingest", str(path)]) == EXIT_OK
     out = capsys.readouterr().out
-    expected = "WARC records 5: 2 HTML pages, 1 revisits; not pages: 1 with status 404, 1 of type application/pdf"
+    expected = ("WARC records 5: 2 HTML pages, 1 revisits; "
+                "not pages: 1 with status 404, 1 of type application/pdf")
     assert expected in out
     store = Store(db)
     page = store.page("https://shop.example/lamp")
