@@ -435,9 +435,8 @@ def measure_queries(pages: int, runs: int, rebuild: bool) -> None:
         note = "" if query.target else "   context: the floor of every call"
         print(f"{query.name:<38} {statistics.median(ms):>9.1f} {f'{min(ms):.1f}-{max(ms):.1f}':>15} "
               f"{statistics.median(query.sizes):>6.0f}{note}")
-    samples = statistics.median(queries[-1].sizes)
-    print(f"boilerplate.host_boilerplate is store.host_boilerplate plus one store.version per digest for its "
-          f"sample text: {1 + samples:.0f} Store calls, so {1 + samples:.0f} connections, in the median")
+    print("boilerplate.host_boilerplate is store.host_boilerplate plus a sample text per digest, "
+          "read through the same connection")
     print()
     for query in queries:
         if query.target:
