@@ -17,7 +17,7 @@ import itertools
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -71,8 +71,10 @@ def parse_time(value: object) -> datetime:
     return parsed
 
 
-def triage(item: SourceRecord | RawLine, sequence: int) -> tuple[str, str | None, Pending] | BadRecord:
-    """The natural key, retention class and fetch time of a record, or why it is bad."""
+def triage(item: SourceRecord | RawLine,
+           sequence: int) -> tuple[str, str | None, Pending, dict] | BadRecord:
+    """The natural key, retention class and fetch time of a record, or why it is bad; and
+    the parsed record, for work done in this process."""
     raw = item if isinstance(item, RawLine) else None
     if raw is not None:
         item = raw.parse()
@@ -95,7 +97,7 @@ def triage(item: SourceRecord | RawLine, sequence: int) -> tuple[str, str | None
     # A raw line travels to a worker process far faster than the dict parsed from it.
     payload = raw if raw is not None else record
     pending = Pending(sequence, item.source, item.line, str(record["url"]).strip(), fetched_at, payload, size)
-    return natural_key, retention_class, pending
+    return natural_key, retention_class, pending, record
 
 
 def _state(state: PageState | None, known: set[bytes]) -> StoredState | None:
@@ -202,7 +204,7 @@ class Ingester:
         return self.summary
 
     def _batches(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> Iterator[tuple[list, int]]:
-        batch: list[tuple[str, str | None, Pending]] = []
+        batch: list[tuple[str, str | None, Pending, dict]] = []
         size = 0
         for item in items:
             if isinstance(item, BadRecord):
@@ -221,7 +223,7 @@ class Ingester:
         if batch:
             yield batch, size
 
-    def _ingest(self, batch: list[tuple[str, str | None, Pending]], size: int) -> None:
+    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict]], size: int) -> None:
         batch.sort(key=lambda entry: entry[0])
         groups = [(key, list(entries)) for key, entries in itertools.groupby(batch, key=lambda e: e[0])]
         keys = [key for key, _ in groups]
@@ -236,10 +238,11 @@ class Ingester:
                 latest = max(entries, key=lambda e: (e[2].fetched_at, e[2].sequence))
                 retention_class = latest[1] or (state.retention_class if state else None)
                 pages.append(PageWork(key, host_of(key), _state(state, known.get(key, set())),
-                                      [pending for _, _, pending in entries],
+                                      [pending for _, _, pending, _ in entries],
                                       policy.for_class(retention_class), retention_class))
+            parsed = {entry[2].sequence: entry[3] for entry in batch}
             columns = _Columns()
-            for outcome in self._build(pages, size):
+            for outcome in self._build(pages, size, parsed):
                 self._count(outcome)
                 columns.add(outcome)
             with self.store.writing() as connection:
@@ -254,10 +257,15 @@ class Ingester:
         summary.stale += outcome.stale
         summary.bad += outcome.bad
 
-    def _build(self, pages: list[PageWork], size: int) -> list[PageOutcome]:
-        """`build_pages` in this process, or spread over worker processes by size."""
+    def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict]) -> list[PageOutcome]:
+        """`build_pages` in this process, or spread over worker processes by size. Pages built
+        here use the records parsed already; pages sent to a worker travel as raw lines."""
+
+        def parsed_here(work: PageWork) -> PageWork:
+            return replace(work, records=[replace(r, payload=parsed[r.sequence]) for r in work.records])
+
         if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
-            return build_pages(pages, self.params)
+            return build_pages([parsed_here(work) for work in pages], self.params)
         slices: list[list[int]] = [[] for _ in range(self.workers)]
         loads = [0] * self.workers
         for number in sorted(range(len(pages)), key=lambda n: -_weight(pages[n])):
@@ -273,7 +281,7 @@ class Ingester:
         # and that share's pages never travel between processes.
         futures = [self._pool.submit(build_pages, [pages[n] for n in part], self.params)
                    for part in slices[1:]]
-        outputs = [build_pages([pages[n] for n in slices[0]], self.params)]
+        outputs = [build_pages([parsed_here(pages[n]) for n in slices[0]], self.params)]
         outputs += [future.result() for future in futures]
         outcomes: list[PageOutcome | None] = [None] * len(pages)
         for part, output in zip(slices, outputs):
