@@ -46,6 +46,9 @@ SCHEMA_VERSION = 1
 DEFAULT_KEEP = 3
 LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
 RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
+# DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
+# a large ingest grew past 8 GB. Beyond this it spills to disk.
+CONNECTION_CONFIG = {"memory_limit": "1GB"}
 
 
 SCHEMA = [
@@ -208,7 +211,7 @@ class Store:
         delay = 0.005
         while True:
             try:
-                connection = duckdb.connect(str(self.path), read_only=not write)
+                connection = duckdb.connect(str(self.path), read_only=not write, config=CONNECTION_CONFIG)
                 break
             except duckdb.IOException as exc:
                 if not _is_lock_conflict(exc):
