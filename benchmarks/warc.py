@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cdc.boilerplate import host_boilerplate
 from cdc.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
-from cdc.ingest import Ingester
+from cdc.ingest import WARC_BATCH_BYTES, Ingester
 from cdc.sources import BadRecord, SourceRecord
 from cdc.store import Store
 from cdc.warc import WarcSummary, iter_warc, write_warc_response
@@ -106,7 +106,8 @@ def ingest(warc: Path, store_path: Path, mode: str = MAIN_CONTENT) -> tuple[floa
     summary = WarcSummary()
     start = time.perf_counter()
     with warc.open("rb") as stream:
-        result = Ingester(Store(store_path)).run(pages_only(iter_warc(stream, str(warc), mode, summary)))
+        result = Ingester(Store(store_path), batch_bytes=WARC_BATCH_BYTES).run(
+            pages_only(iter_warc(stream, str(warc), mode, summary)))
     elapsed = time.perf_counter() - start
     if result.bad:
         raise SystemExit(f"bad records in the benchmark WARC: {result.bad[:3]}")

@@ -22,7 +22,7 @@ from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.errors import CdcError
 from cdc.export import write_changes_csv
 from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
-from cdc.ingest import NEW, Ingester, IngestSummary, parse_time
+from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, parse_time
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.queries import compare_generations, find_page
 from cdc.sources import iter_lines, open_input
@@ -237,8 +237,10 @@ def _ingest_command(args: argparse.Namespace) -> int:
     warc = WarcSummary()
     for name in args.files:
         if name in warc_files:
+            ingester.batch_bytes = WARC_BATCH_BYTES
             ingester.run(_warc_items(name, args.extract, revisits, warc))
         else:
+            ingester.batch_bytes = BATCH_BYTES
             ingester.run(iter_lines(name))
     if revisits:  # a revisit record says the page was fetched again, unchanged
         ingester.summary.unchanged += len(revisits)

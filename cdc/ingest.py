@@ -33,6 +33,9 @@ __all__ = ["NEW", "IngestSummary", "Ingester", "parse_time"]
 
 BATCH_RECORDS = 4_000
 BATCH_BYTES = 64 << 20  # of input
+# Records extracted from HTML hold their text as Python strings and dicts, several times its
+# size in bytes: smaller batches keep a large WARC ingest in bounded memory.
+WARC_BATCH_BYTES = 8 << 20
 PARALLEL_MIN_BYTES = 4 << 20  # a smaller batch is not worth the trip to worker processes
 
 
