@@ -130,6 +130,13 @@ class Chunk(NamedTuple):
 _new_chunk = partial(tuple.__new__, Chunk)
 
 
+def chunks_from_lengths(digests: Sequence[bytes], lengths: Sequence[int]) -> list[Chunk]:
+    """The chunks a stored digest list and length list describe: offsets follow from lengths."""
+    offsets = itertools.accumulate(lengths, initial=0)
+    return [Chunk(i, offset, length, digest)
+            for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
+
+
 # --- kernels -------------------------------------------------------------------------------
 
 _ONE = np.uint64(1)

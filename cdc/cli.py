@@ -28,6 +28,7 @@ from cdc.queries import compare_generations, find_page
 from cdc.sources import iter_lines, open_input
 from cdc.store import RetentionPolicy, Store
 from cdc.urls import canonical_url
+from cdc.versions import shown
 from cdc.warc import Revisit, WarcSummary, is_warc, iter_warc
 
 EXIT_OK = 0
@@ -98,10 +99,7 @@ def _chunk_command(args: argparse.Namespace) -> int:
 
 
 def _excerpt(text: bytes, offset: int, length: int, limit: int = 120) -> str:
-    # A cut inside a multi-byte character drops that character, rather than showing U+FFFD.
-    shown = text[offset:offset + min(length, limit)].decode("utf-8", errors="ignore")
-    shown = " ".join(shown.split())
-    return shown + (" …" if length > limit else "")
+    return shown(text, offset, length, limit) + (" …" if length > limit else "")
 
 
 def _report_dict(report: ChangeReport) -> dict:

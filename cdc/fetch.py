@@ -48,7 +48,7 @@ import httpx
 from cdc import __version__
 from cdc.errors import InvalidUrlError, StoreNotFoundError
 from cdc.ingest import Ingester, IngestSummary
-from cdc.sources import SourceRecord
+from cdc.sources import SourceRecord, one_line
 from cdc.store import Store
 from cdc.urls import canonical_url
 from cdc.warc import write_warc_response, write_warc_revisit
@@ -195,7 +195,7 @@ def _short(content_length: str | None) -> bool:
 
 
 def _one_line(text: object) -> str:
-    return " ".join(str(text).split()) or type(text).__name__
+    return one_line(text) or type(text).__name__
 
 
 def _utc_now() -> datetime:

@@ -5,11 +5,10 @@ Shared by the command line and the dashboard, so both say the same thing.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
-from cdc.chunking import Chunk
+from cdc.chunking import Chunk, chunks_from_lengths
 from cdc.compare import ChangeReport, compare
 from cdc.errors import InvalidUrlError, PageNotFoundError
 from cdc.store import PageInfo, Store, Version
@@ -31,9 +30,8 @@ def find_page(store: Store, url: str) -> PageInfo:
 
 
 def version_chunks(version: Version) -> list[Chunk]:
-    offsets = itertools.accumulate((length for _, length in version.chunks), initial=0)
-    return [Chunk(i, offset, length, digest)
-            for i, ((digest, length), offset) in enumerate(zip(version.chunks, offsets))]
+    return chunks_from_lengths([digest for digest, _ in version.chunks],
+                               [length for _, length in version.chunks])
 
 
 @dataclass(frozen=True)

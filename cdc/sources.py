@@ -60,7 +60,8 @@ def _json_type(value: object) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
+    """Any message folded onto one line, for reports that list one problem a line."""
     return " ".join(str(text).split())
 
 
@@ -80,7 +81,7 @@ def _parse_line(line: bytes | bytearray, source: str = "-", number: int = 1) -> 
     except json.JSONDecodeError as exc:
         return BadRecord(source, number, f"not valid JSON: {exc.msg} at column {exc.colno}")
     except ValueError as exc:  # an integer beyond Python's digit limit
-        return BadRecord(source, number, f"not valid JSON: {_one_line(exc)}")
+        return BadRecord(source, number, f"not valid JSON: {one_line(exc)}")
     if type(value) is not dict:
         return BadRecord(source, number, f"a record is a JSON object, got {_json_type(value)}")
     url = value.get("url")
@@ -103,8 +104,8 @@ def _damage(source: str, number: int, exc: BaseException) -> BadRecord:
     if isinstance(exc, EOFError):
         return BadRecord(source, number, f"truncated gzip stream: the file ends mid-way; {where}")
     if isinstance(exc, (zlib.error, gzip.BadGzipFile)):
-        return BadRecord(source, number, f"corrupt gzip data ({_one_line(exc)}); {where}")
-    detail = getattr(exc, "strerror", None) or _one_line(exc)
+        return BadRecord(source, number, f"corrupt gzip data ({one_line(exc)}); {where}")
+    detail = getattr(exc, "strerror", None) or one_line(exc)
     return BadRecord(source, number, f"read failed ({detail}); {where}")
 
 
@@ -239,12 +240,12 @@ def open_input(name: str) -> BinaryIO:
     except PermissionError as exc:
         raise InputError(f"{shown}: permission denied; check the file's permissions") from exc
     except OSError as exc:
-        raise InputError(f"{shown}: cannot open ({exc.strerror or _one_line(exc)})") from exc
+        raise InputError(f"{shown}: cannot open ({exc.strerror or one_line(exc)})") from exc
     try:
         is_gzip = _starts_with_gzip_magic(raw)
     except OSError as exc:
         raw.close()
-        raise InputError(f"{shown}: cannot read ({exc.strerror or _one_line(exc)})") from exc
+        raise InputError(f"{shown}: cannot read ({exc.strerror or one_line(exc)})") from exc
     return _GzipInput(raw) if is_gzip else raw
 
 

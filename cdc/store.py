@@ -835,10 +835,6 @@ class Store:
             texts.append(version.text[offset:offset + version.chunks[index][1]])
         return texts
 
-    def chunk_text(self, natural_key: str, generation: int, chunk_index: int) -> bytes | None:
-        """The bytes of one retained chunk, cut from its generation's text."""
-        return self.chunk_texts([(natural_key, generation, chunk_index)])[0]
-
 
 @dataclass(frozen=True)
 class PageInfo:

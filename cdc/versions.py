@@ -17,11 +17,10 @@ the ingesting process, in a worker process, or on a cluster node. The rules:
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cdc.chunking import Chunk, ChunkParams, chunk_many
+from cdc.chunking import ChunkParams, chunk_many, chunks_from_lengths
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
 from cdc.sources import BadRecord, RawLine
@@ -93,13 +92,8 @@ def _content(item: Pending) -> bytes | BadRecord:
     return content_for_chunking(record)
 
 
-def _chunks(digests: list[bytes], lengths: list[int]) -> list[Chunk]:
-    offsets = itertools.accumulate(lengths, initial=0)
-    return [Chunk(i, offset, length, digest)
-            for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
-
-
-def _shown(text: bytes, offset: int, length: int, limit: int = 120) -> str:
+def shown(text: bytes, offset: int, length: int, limit: int = 120) -> str:
+    """Up to `limit` bytes of a region as one line; a cut inside a character drops it."""
     return " ".join(text[offset:offset + min(length, limit)].decode("utf-8", "ignore").split())
 
 
@@ -109,12 +103,12 @@ def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
         return " ".join(new[:EXCERPT_CHARS * 2].decode("utf-8", "ignore").split())[:EXCERPT_CHARS]
     parts = []
     for edit in report.edits[:3]:
-        before = _shown(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
-        after = _shown(new, edit.new_offset, edit.new_length)
+        before = shown(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
+        after = shown(new, edit.new_offset, edit.new_length)
         parts.append({"insert": f"+ {after}", "delete": f"- {before}"}.get(edit.kind, f"{before} → {after}"))
     if not parts and report.changed_regions:
         offset, length = report.changed_regions[0]
-        parts.append("+ " + _shown(new, offset, length))
+        parts.append("+ " + shown(new, offset, length))
     text = " | ".join(parts)
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 1] + "…"
 
@@ -177,7 +171,7 @@ def _add_generations(work: PageWork, outcome: PageOutcome, fresh: list[Pending],
     newest = generation + len(fresh)
     outcome.new_page = state is None
     old_text = state.text if state else None
-    old_chunks = _chunks(state.chunk_digests, state.chunk_lengths) if state else []
+    old_chunks = chunks_from_lengths(state.chunk_digests, state.chunk_lengths) if state else []
     for item in fresh:
         content = contents[item.sequence]
         chunks = next(all_chunks)

@@ -34,7 +34,7 @@ from typing import BinaryIO
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from cdc.extract import MAIN_CONTENT, html_to_record
-from cdc.sources import GZIP_MAGIC, BadRecord, SourceRecord
+from cdc.sources import GZIP_MAGIC, BadRecord, SourceRecord, one_line
 
 __all__ = ["HTML_TYPES", "Revisit", "WarcSummary", "is_warc", "iter_warc", "write_warc_response",
            "write_warc_revisit"]
@@ -86,10 +86,6 @@ class WarcSummary:
         return sum(self.skipped_status.values()) + sum(self.skipped_type.values())
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def _type_name(record: WarcRecord) -> str:
     name = getattr(record.record_type, "name", None)
     return name or str(record.record_type)
@@ -133,7 +129,7 @@ def iter_warc(stream: BinaryIO, source: str = "-", mode: str = MAIN_CONTENT,
             summary.bad += 1
             summary.damaged_at = last_end
             yield BadRecord(source, number + 1, f"corrupt data after byte {last_end:,} (the start of record "
-                                                f"{number}, the last one read: {_one_line(exc)}); every "
+                                                f"{number}, the last one read: {one_line(exc)}); every "
                                                 "record before it was read, nothing after it")
             return
         number += 1
@@ -147,7 +143,7 @@ def iter_warc(stream: BinaryIO, source: str = "-", mode: str = MAIN_CONTENT,
             yield _damage(source, number, offset, "truncated: the file ends inside the record")
             return
         except (OSError, EOFError, zlib.error, ValueError) as exc:
-            item = BadRecord(source, number, f"record at byte {offset:,} unreadable ({_one_line(exc)})")
+            item = BadRecord(source, number, f"record at byte {offset:,} unreadable ({one_line(exc)})")
         last_end = offset
         if isinstance(item, BadRecord):
             summary.bad += 1
@@ -186,7 +182,7 @@ def _read_record(record: WarcRecord, source: str, number: int, mode: str,
         if _drain(record) < record.content_length:
             raise _Truncated from exc
         return BadRecord(source, number, f"response at byte {record.stream_pos:,}: unreadable HTTP "
-                                         f"headers ({_one_line(exc)})")
+                                         f"headers ({one_line(exc)})")
     status = record.http_headers.status_code if record.http_headers is not None else None
     content_type = (record.http_content_type or "").strip().lower()
     if status != 200 or content_type not in HTML_TYPES:
