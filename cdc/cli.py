@@ -7,6 +7,7 @@ Exit codes: 0 all good; 1 failure (a one-line message says what to do); 2 bad us
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -23,13 +24,14 @@ from cdc.errors import CdcError
 from cdc.export import write_changes_csv
 from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
 from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, parse_time
+from cdc.inputs import input_items, is_warc_file
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.queries import compare_generations, find_page
-from cdc.sources import iter_lines, open_input
+from cdc.sources import open_input
 from cdc.store import RetentionPolicy, Store
 from cdc.urls import canonical_url
 from cdc.versions import shown
-from cdc.warc import Revisit, WarcSummary, is_warc, iter_warc
+from cdc.warc import Revisit, WarcSummary
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -192,54 +194,41 @@ def _retention_policy(args: argparse.Namespace, current: RetentionPolicy) -> Ret
     return RetentionPolicy(keep, tuple(sorted(classes.items())))
 
 
-def _warc_items(name: str, mode: str, revisits: list, summary: WarcSummary) -> Iterator:
-    """The pages of a WARC file as records; revisit records go to `revisits`. FastWARC reads
-    the file itself, gzip included (faster than Python's gzip)."""
-    try:
-        stream = open(name, "rb")  # noqa: SIM115 - closed below
-    except OSError:
-        stream = open_input(name)  # its message says what is wrong
-    try:
-        for item in iter_warc(stream, name, mode, summary):
-            if isinstance(item, Revisit):
-                revisits.append(item)
-            else:
-                yield item
-    finally:
-        stream.close()
-
-
-def _is_warc_file(name: str) -> bool:
-    if name == "-":
-        return False
-    stream = open_input(name)
-    try:
-        return is_warc(stream)
-    finally:
-        stream.close()
-
-
 def _ingest_command(args: argparse.Namespace) -> int:
     store = _store(args)
     if args.keep is not None or args.class_keep:
         current = store.retention() if store.path.exists() else RetentionPolicy()
         store.set_retention(_retention_policy(args, current))
+    lake = None
+    if args.parquet_out:
+        from cdc.lake import ParquetLake
+
+        lake = ParquetLake(args.parquet_out)
     started = time.monotonic()
     show = sys.stderr.isatty() and not args.quiet
+    if args.dask or args.workers:
+        code = _cluster_ingest(args, store, lake, started, show)
+    else:
+        code = _local_ingest(args, store, lake, started, show)
+    if lake is not None:
+        print(f"Parquet lake: {lake.rows:,} rows in {lake.batches:,} batches under {lake.directory}")
+    return code
+
+
+def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
+    """In this process, with `--processes` forked helpers for the per-page work."""
     ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
-                        workers=args.workers)
-    warc_files = {name for name in args.files if _is_warc_file(name)}  # by content; fails early
+                        workers=args.processes, on_write=lake.write if lake else None)
+    warc_files = {name for name in args.files if is_warc_file(name)}  # by content; fails early
     if warc_files:
         store.claim_extraction_mode(args.extract)
     revisits: list[Revisit] = []
     warc = WarcSummary()
-    for name in args.files:
-        if name in warc_files:
-            ingester.batch_bytes = WARC_BATCH_BYTES
-            ingester.run(_warc_items(name, args.extract, revisits, warc))
-        else:
-            ingester.batch_bytes = BATCH_BYTES
-            ingester.run(iter_lines(name))
+    # One run over all the files: a batch may span files, so a page's versions spread over
+    # small files meet in one batch and are ordered by fetch time, as a cluster ingest orders them.
+    ingester.batch_bytes = WARC_BATCH_BYTES if warc_files else BATCH_BYTES
+    ingester.run(itertools.chain.from_iterable(
+        input_items(name, name in warc_files, args.extract, revisits, warc) for name in args.files))
     if revisits:  # a revisit record says the page was fetched again, unchanged
         ingester.summary.unchanged += len(revisits)
         checked = []
@@ -254,11 +243,50 @@ def _ingest_command(args: argparse.Namespace) -> int:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)
     if warc_files:
-        skipped = [f"{count:,} with status {status}" for status, count in sorted(warc.skipped_status.items())]
-        skipped += [f"{count:,} of type {kind}" for kind, count in sorted(warc.skipped_type.items())]
-        print(f"WARC records {warc.records:,}: {warc.pages:,} HTML pages, {warc.revisits:,} revisits"
-              + (f"; not pages: {', '.join(skipped)}" if skipped else ""))
+        _print_warc_summary(warc)
     return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
+
+
+def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
+    """On a Dask cluster: the scheduler at --dask, or a local one of --workers processes."""
+    from cdc.cluster import ClusterSummary, cluster_ingest, dask_client
+
+    if "-" in args.files:
+        raise CdcError("a cluster ingest reads files on its workers, not standard input: give file names")
+
+    with dask_client(args.dask, args.workers) as client:
+        sys.stderr.write(f"Dask dashboard: {client.dashboard_link}\n")
+
+        def progress(summary: ClusterSummary) -> None:
+            if not show:
+                return
+            elapsed = max(time.monotonic() - started, 1e-9)
+            sys.stderr.write(f"\rshards {summary.shards_read:,}/{summary.shards:,} read, "
+                             f"{summary.ingest.records:,} records; partitions {summary.written:,}/"
+                             f"{summary.partitions:,} written, {summary.ingest.new_generations:,} "
+                             f"new generations; {summary.ingest.records / elapsed:,.0f} records/s ")
+            sys.stderr.flush()
+
+        summary = cluster_ingest(client, args.files, store, mode=args.extract, on_progress=progress,
+                                 on_write=lake.write if lake else None)
+    if show:
+        sys.stderr.write("\n")
+    _print_summary(summary.ingest, time.monotonic() - started)
+    if summary.warc is not None:
+        _print_warc_summary(summary.warc)
+    for name, reason in summary.failed:
+        print(f"  shard failed {name}: {reason}")
+    rate = summary.rows / summary.write_seconds if summary.write_seconds else 0.0
+    print(f"cluster: {summary.shards:,} shards, {summary.partitions:,} partitions; the writer appended "
+          f"{summary.rows:,} rows in {summary.write_seconds:.2f} s ({rate:,.0f} rows/s)")
+    return EXIT_SKIPPED if summary.ingest.skipped or summary.failed else EXIT_OK
+
+
+def _print_warc_summary(warc: WarcSummary) -> None:
+    skipped = [f"{count:,} with status {status}" for status, count in sorted(warc.skipped_status.items())]
+    skipped += [f"{count:,} of type {kind}" for kind, count in sorted(warc.skipped_type.items())]
+    print(f"WARC records {warc.records:,}: {warc.pages:,} HTML pages, {warc.revisits:,} revisits"
+          + (f"; not pages: {', '.join(skipped)}" if skipped else ""))
 
 
 def _fetch_command(args: argparse.Namespace) -> int:
@@ -443,8 +471,17 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--keep", type=int, help="generations per page that keep text and chunks (default 3)")
     ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
                         help="a retention class's own limit (repeatable)")
-    ingest.add_argument("--workers", type=int, default=default_threads(),
-                        help="processes that parse, normalise and compare (default: the cores, %(default)s)")
+    ingest.add_argument("--processes", type=int, default=default_threads(),
+                        help="processes that parse, normalise and compare on this machine "
+                             "(default: the cores, %(default)s)")
+    ingest.add_argument("--workers", type=int, metavar="N",
+                        help="run on a local Dask cluster of N worker processes started for the run")
+    ingest.add_argument("--dask", metavar="ADDRESS",
+                        help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
+                             "its workers must be able to read the files")
+    ingest.add_argument("--parquet-out", metavar="DIR",
+                        help="also write generations, chunk rows and change rows as Parquet under DIR, "
+                             "partitioned by host")
     ingest.add_argument("--extract", choices=EXTRACTION_MODES, default=MAIN_CONTENT,
                         help="for WARC input: the page's main content (default) or its whole text")
     ingest.add_argument("--quiet", action="store_true", help="no progress line")

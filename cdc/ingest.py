@@ -25,11 +25,11 @@ import pyarrow as pa
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
 from cdc.errors import InvalidUrlError
 from cdc.sources import BadRecord, RawLine, SourceRecord
-from cdc.store import PageState, Store, WriteBatch
+from cdc.store import PageState, RetentionPolicy, Store, WriteBatch
 from cdc.urls import canonical_url, host_of
 from cdc.versions import NEW, PageOutcome, PageWork, Pending, StoredState, build_pages
 
-__all__ = ["NEW", "IngestSummary", "Ingester", "parse_time"]
+__all__ = ["NEW", "IngestSummary", "Ingester", "outcome_tables", "parse_time", "plan_page", "triage"]
 
 BATCH_RECORDS = 4_000
 BATCH_BYTES = 64 << 20  # of input
@@ -55,6 +55,26 @@ class IngestSummary:
     @property
     def skipped(self) -> int:
         return len(self.bad) + len(self.stale)
+
+    def add(self, outcome: PageOutcome) -> None:
+        """Count what happened to one page's records."""
+        self.pages.add(outcome.natural_key)
+        self.new_pages += outcome.new_page
+        self.new_generations += len(outcome.generations)
+        self.unchanged += outcome.unchanged
+        self.stale += outcome.stale
+        self.bad += outcome.bad
+
+    def merge(self, other: IngestSummary) -> None:
+        """Add a summary of other records (another shard, or another partition of pages)."""
+        self.records += other.records
+        self.pages |= other.pages
+        self.new_pages += other.new_pages
+        self.new_generations += other.new_generations
+        self.unchanged += other.unchanged
+        self.stale += other.stale
+        self.bad += other.bad
+        self.batches += other.batches
 
 
 def parse_time(value: object) -> datetime:
@@ -109,6 +129,24 @@ def _state(state: PageState | None, known: set[bytes]) -> StoredState | None:
     return StoredState(state.latest_generation, state.last_fetched, state.content_digest,
                        state.retention_class, state.text, state.chunk_digests, state.chunk_lengths,
                        frozenset(known))
+
+
+def plan_page(key: str, entries: list[tuple[str | None, Pending]], state: PageState | None,
+              known: set[bytes], policy: RetentionPolicy) -> PageWork:
+    """One page's work: its records (with each one's retention class), what the store knows
+    of it, and its retention limit. The latest record's class wins, else the stored one."""
+    latest_class = max(entries, key=lambda entry: (entry[1].fetched_at, entry[1].sequence))[0]
+    retention_class = latest_class or (state.retention_class if state else None)
+    return PageWork(key, host_of(key), _state(state, known), [pending for _, pending in entries],
+                    policy.for_class(retention_class), retention_class)
+
+
+def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
+    """The rows of built pages as the Arrow tables `Store.write` appends."""
+    columns = _Columns()
+    for outcome in outcomes:
+        columns.add(outcome)
+    return columns.tables()
 
 
 def _weight(work: PageWork) -> int:
@@ -183,12 +221,13 @@ class Ingester:
     def __init__(self, store: Store, params: ChunkParams = DEFAULT_PARAMS,
                  batch_records: int = BATCH_RECORDS, batch_bytes: int = BATCH_BYTES,
                  on_batch: Callable[[IngestSummary], None] | None = None,
-                 workers: int = 1):
+                 workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None):
         self.store = store
         self.params = params
         self.batch_records = batch_records
         self.batch_bytes = batch_bytes
         self.on_batch = on_batch
+        self.on_write = on_write  # given each batch's tables once committed (the Parquet lake)
         self.workers = max(1, workers)
         self.summary = IngestSummary()
         self._pool: ProcessPoolExecutor | None = None
@@ -235,30 +274,17 @@ class Ingester:
                 states = self.store.page_states(connection, keys)
                 known = self.store.known_versions(connection, keys)
                 policy = self.store.retention(connection)
-            pages = []
-            for key, entries in groups:
-                state = states.get(key)
-                latest = max(entries, key=lambda e: (e[2].fetched_at, e[2].sequence))
-                retention_class = latest[1] or (state.retention_class if state else None)
-                pages.append(PageWork(key, host_of(key), _state(state, known.get(key, set())),
-                                      [pending for _, _, pending, _ in entries],
-                                      policy.for_class(retention_class), retention_class))
+            pages = [plan_page(key, [(e[1], e[2]) for e in entries], states.get(key),
+                               known.get(key, set()), policy) for key, entries in groups]
             parsed = {entry[2].sequence: entry[3] for entry in batch}
-            columns = _Columns()
-            for outcome in self._build(pages, size, parsed):
-                self._count(outcome)
-                columns.add(outcome)
+            outcomes = self._build(pages, size, parsed)
+            for outcome in outcomes:
+                self.summary.add(outcome)
+            tables = outcome_tables(outcomes)
             with self.store.writing() as connection:
-                self.store.write(connection, columns.tables())
-
-    def _count(self, outcome: PageOutcome) -> None:
-        summary = self.summary
-        summary.pages.add(outcome.natural_key)
-        summary.new_pages += outcome.new_page
-        summary.new_generations += len(outcome.generations)
-        summary.unchanged += outcome.unchanged
-        summary.stale += outcome.stale
-        summary.bad += outcome.bad
+                self.store.write(connection, tables)
+        if self.on_write:
+            self.on_write(tables)
 
     def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict]) -> list[PageOutcome]:
         """`build_pages` in this process, or spread over worker processes by size. Pages built

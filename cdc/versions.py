@@ -20,13 +20,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cdc.chunking import ChunkParams, chunk_many, chunks_from_lengths
+from cdc.chunking import Chunk, ChunkParams, chunk_many, chunks_from_lengths
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
 from cdc.sources import BadRecord, RawLine
 
 NEW = "new"  # the verdict of a page's first generation
 EXCERPT_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A record's content already normalised, digested and chunked: the observations a
+    cluster's map stage makes (`cdc.observations`), so the page's worker need not redo it."""
+
+    content: bytes
+    digest: bytes
+    chunks: list[Chunk]
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,8 @@ class Pending:
     line: int
     url: str
     fetched_at: datetime
-    payload: dict | RawLine  # the record, or its line still to parse (cheaper to ship)
+    payload: dict | RawLine | Prepared  # the record, its line still to parse (cheaper to ship),
+    # or its content already prepared
     size: int  # about how many bytes of text, to share work out evenly
 
 
@@ -84,6 +95,8 @@ class PageOutcome:
 
 def _content(item: Pending) -> bytes | BadRecord:
     record = item.payload
+    if isinstance(record, Prepared):
+        return record.content
     if isinstance(record, RawLine):
         parsed = record.parse()
         if isinstance(parsed, BadRecord):
@@ -124,7 +137,9 @@ def _select(work: PageWork, contents: dict[int, bytes], digests: dict[int, bytes
     for item in sorted(work.records, key=lambda r: (r.fetched_at, r.sequence)):
         if item.sequence not in contents:  # a bad record
             continue
-        digest = digests[item.sequence] = content_digest(contents[item.sequence])
+        payload = item.payload
+        digest = digests[item.sequence] = payload.digest if isinstance(payload, Prepared) \
+            else content_digest(contents[item.sequence])
         not_newer = latest_time is not None and item.fetched_at <= latest_time
         if digest == latest_digest or (not_newer and digest in seen):
             outcome.unchanged += 1  # a recheck, or a version the page already has
@@ -155,8 +170,11 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
                 contents[item.sequence] = content
         outcomes.append(outcome)
         selected.append(_select(work, contents, digests, outcome))
-    fresh_contents = [contents[item.sequence] for fresh in selected for item in fresh]
-    all_chunks = iter(chunk_many(fresh_contents, params, threads=1))
+    fresh_items = [item for fresh in selected for item in fresh]
+    computed = iter(chunk_many([contents[item.sequence] for item in fresh_items
+                                if not isinstance(item.payload, Prepared)], params, threads=1))
+    all_chunks = iter([item.payload.chunks if isinstance(item.payload, Prepared) else next(computed)
+                       for item in fresh_items])
     for work, outcome, fresh in zip(pages, outcomes, selected):
         if fresh:
             _add_generations(work, outcome, fresh, contents, digests, all_chunks)

@@ -44,7 +44,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_ingest_prints_a_summary_and_exit_code_0(capsys, crawl_file, db):
-    code, out, _ = run(capsys, "--db", db, "ingest", "--workers", "1", str(crawl_file))
+    code, out, _ = run(capsys, "--db", db, "ingest", "--processes", "1", str(crawl_file))
     assert code == EXIT_OK
     assert figure(out, "records read") == 18
     assert figure(out, "new generations") == 18

@@ -1,0 +1,195 @@
+"""Ingest across a Dask cluster: map over shards, shuffle by page, compare, one writer loads.
+
+1. **Map.** Each input file (shard) is read on a worker and turned into observations,
+   Arrow tables hash-partitioned by natural key (`cdc.observations.observe_shard`).
+2. **Shuffle.** For each partition, a small task on the worker holding a shard's output
+   picks that partition's table, so only those tables move. When every shard is read, this
+   process reads from the store what it knows of each partition's pages.
+3. **Compare.** One task per partition gets its tables from every shard, in input order,
+   with the pages' stored state, and builds generations, chunk rows and change rows with
+   exact edits (`cdc.observations.build_partition`), the same code the single-process
+   ingest runs.
+4. **Load.** This process is the store's single writer: it appends each partition's rows
+   as soon as they arrive, one transaction per partition, holding the store's write lock for
+   the run.
+
+Dask keeps the futures of every stage until the load is done, so when a worker dies its
+lost results are computed again from the shards. A shard that cannot be read is reported
+by name and the others go on. Interrupted, the store holds the partitions committed so
+far, and running the same ingest again completes it: versions already stored count as
+unchanged.
+
+Dask is imported only here, and only when a cluster is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from cdc.chunking import DEFAULT_PARAMS, ChunkParams
+from cdc.errors import CdcError
+from cdc.extract import MAIN_CONTENT
+from cdc.ingest import IngestSummary, parse_time
+from cdc.observations import ShardReport, build_partition, observe_shard, partition_table, shard_report
+from cdc.store import RetentionPolicy, Store, WriteBatch
+from cdc.urls import canonical_url
+from cdc.warc import WarcSummary
+
+PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition, at least two per worker
+
+
+@dataclass
+class ClusterSummary:
+    """A cluster ingest's result: the single-process summary, plus what was per shard."""
+
+    ingest: IngestSummary = field(default_factory=IngestSummary)
+    warc: WarcSummary | None = None
+    shards: int = 0
+    shards_read: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # shard name, reason
+    partitions: int = 0
+    written: int = 0  # partitions committed
+    rows: int = 0  # rows appended (generations, chunk rows, change rows)
+    write_seconds: float = 0.0  # time in the single writer's transactions
+
+
+@contextmanager
+def dask_client(address: str | None = None, workers: int | None = None,
+                dashboard_address: str | None = ":8787") -> Iterator:
+    """A client of the scheduler at `address`, or of a local cluster of `workers` processes
+    (one thread each: the work holds the GIL) started for the block and stopped after."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - distributed is in requirements.txt
+        raise CdcError("a cluster ingest needs dask.distributed: pip install 'dask[distributed]'") from exc
+    if address:
+        try:
+            client = Client(address, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise CdcError(f"cannot reach a Dask scheduler at {address}: {exc}; start one with "
+                           "`dask scheduler`, or use --workers N for a local cluster") from exc
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                      dashboard_address=dashboard_address) as cluster, Client(cluster) as client:
+        yield client
+
+
+def _partitions(client, files: Sequence[str]) -> int:
+    workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    size = sum(os.path.getsize(name) for name in files if os.path.isfile(name))
+    return max(2 * workers, size // PARTITION_INPUT_BYTES + 1)
+
+
+def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MAIN_CONTENT,
+                   params: ChunkParams = DEFAULT_PARAMS, partitions: int | None = None,
+                   on_progress: Callable[[ClusterSummary], None] | None = None,
+                   on_write: Callable[[WriteBatch], None] | None = None) -> ClusterSummary:
+    """Ingest `files` (paths the workers can read) into `store`; see the module docstring.
+
+    `on_progress` is called after each shard is read and each partition is committed;
+    `on_write` is given each partition's tables once committed (the Parquet lake).
+    """
+    from distributed import as_completed
+
+    summary = ClusterSummary(shards=len(files), partitions=partitions or _partitions(client, files))
+    count = summary.partitions
+    observed = [client.submit(observe_shard, index, name, count, mode, params, pure=False)
+                for index, name in enumerate(files)]
+    futures = list(observed)
+    try:
+        reports: list[ShardReport | None] = [None] * len(files)
+        report_futures = {client.submit(shard_report, shard, pure=False): number
+                          for number, shard in enumerate(observed)}
+        futures += report_futures
+        for future in as_completed(report_futures):
+            report = reports[report_futures[future]] = future.result()
+            _add_report(summary, report)
+            if on_progress:
+                on_progress(summary)
+        with store.write_lock():
+            if summary.warc is not None:
+                store.claim_extraction_mode(mode)
+            builds = _submit_builds(client, store, observed, reports, count, params, futures)
+            for future in as_completed(builds):
+                batch, built = future.result()
+                future.release()
+                summary.ingest.merge(built)
+                _load(store, batch, summary)
+                if on_write:
+                    on_write(batch)
+                if on_progress:
+                    on_progress(summary)
+            _mark_revisits(store, reports)
+    finally:
+        client.cancel(futures)
+    return summary
+
+
+def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
+    summary.shards_read += 1
+    summary.ingest.records += report.records
+    summary.ingest.bad += report.bad
+    summary.ingest.unchanged += len(report.revisits)  # a revisit: fetched again, unchanged
+    if report.failure:
+        summary.failed.append((report.name, report.failure))
+    if report.warc is not None:
+        warc = summary.warc = summary.warc or WarcSummary()
+        warc.records += report.warc.records
+        warc.pages += report.warc.pages
+        warc.revisits += report.warc.revisits
+        warc.skipped_status.update(report.warc.skipped_status)
+        warc.skipped_type.update(report.warc.skipped_type)
+
+
+def _submit_builds(client, store: Store, observed: list, reports: list[ShardReport], count: int,
+                   params: ChunkParams, futures: list) -> list:
+    """One compare task per partition, given what the store holds of its pages."""
+    builds = []
+    exists = store.path.exists()
+    policy = store.retention() if exists else RetentionPolicy()
+    for partition in range(count):
+        keys = sorted({key for report in reports for key in report.keys[partition]})
+        if not keys:
+            continue
+        states, known = {}, {}
+        if exists:
+            with store.reading() as connection:
+                states = store.page_states(connection, keys)
+                known = store.known_versions(connection, keys)
+        tables = [client.submit(partition_table, shard, partition, pure=False) for shard in observed]
+        build = client.submit(build_partition, tables, states, known, policy, params, pure=False)
+        futures += tables
+        futures.append(build)
+        builds.append(build)
+    return builds
+
+
+def _load(store: Store, batch: WriteBatch, summary: ClusterSummary) -> None:
+    started = time.perf_counter()
+    with store.writing() as connection:
+        store.write(connection, batch)
+    summary.write_seconds += time.perf_counter() - started
+    summary.written += 1
+    summary.rows += batch.generations.num_rows + batch.chunks.num_rows + batch.changes.num_rows
+    summary.ingest.batches += 1
+
+
+def _mark_revisits(store: Store, reports: list[ShardReport]) -> None:
+    checked = []
+    for report in reports:
+        for revisit in report.revisits:
+            try:
+                checked.append((canonical_url(revisit.url), parse_time(revisit.fetched_at)))
+            except (CdcError, ValueError):
+                continue
+    if checked:
+        with store.writing() as connection:
+            store.mark_checked(connection, checked)

@@ -1,0 +1,51 @@
+"""The lake output: what each ingest batch writes, also as Parquet files partitioned by host.
+
+One DuckDB file has one writer; past what that writer can append, the same rows can go to a
+directory any lake engine (DuckDB, Spark, Trino) reads as tables:
+
+    DIR/generations/host=example.com/<run>-<batch>-0.parquet
+    DIR/content_chunks/host=.../...
+    DIR/changes/host=.../...
+
+Files are only ever added (each batch's have their own names), so several runs into one
+directory add up. A batch's files are written after the store commits it: a run stopped
+between the two leaves the lake a batch short of the store.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from cdc.store import WriteBatch
+
+LAKE_TABLES = ("generations", "content_chunks", "changes")
+_BY_HOST = ds.partitioning(pa.schema([("host", pa.string())]), flavor="hive")
+
+
+class ParquetLake:
+    """Appends each batch's generations, chunk rows and change rows under `directory`."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self.run = uuid.uuid4().hex[:12]  # file names of this run never collide with another's
+        self.batches = 0
+        self.rows = 0
+
+    def write(self, batch: WriteBatch) -> None:
+        hosts = dict(zip(batch.pages.column("natural_key").to_pylist(),
+                         batch.pages.column("host").to_pylist()))
+        for name, table in zip(LAKE_TABLES, (batch.generations, batch.chunks, batch.changes)):
+            if not table.num_rows:
+                continue
+            host = pa.array([hosts[key] for key in table.column("natural_key").to_pylist()], pa.string())
+            ds.write_dataset(table.append_column("host", host), self.directory / name, format="parquet",
+                             partitioning=_BY_HOST,
+                             basename_template=f"{self.run}-{self.batches:06d}-{{i}}.parquet",
+                             existing_data_behavior="overwrite_or_ignore")
+            self.rows += table.num_rows
+        self.batches += 1

@@ -1,0 +1,152 @@
+"""The map and compare stages of a distributed ingest, as pure functions of their inputs.
+
+**Map** (`observe_shard`): one input file (a shard) is read where it runs, and each good
+record becomes an *observation*: natural key, host, URL, retention class, fetch time, its
+place in the input, the normalised text, its content digest and its chunks (offsets,
+lengths, digests). Observations come out as Arrow tables, one per partition of natural keys
+(`partition_of`, a hash that is the same in every process), so the shuffle moves only whole
+tables between workers.
+
+**Compare** (`build_partition`): one partition's observations from every shard meet, with
+what the store knows of those pages, and become the rows to write. This is the same
+`cdc.versions.build_pages` the single-process ingest runs, on the same records in the same
+order, so both paths write the same rows.
+
+A record's place is `shard index << 40 | its ordinal in the shard`: ordering by it is the
+order of the inputs read one after another, which is how the single-process ingest numbers
+records, so ties between equal fetch times break the same way in both.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import xxhash
+
+from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many, chunks_from_lengths
+from cdc.extract import MAIN_CONTENT
+from cdc.ingest import IngestSummary, outcome_tables, plan_page, triage
+from cdc.inputs import input_items, is_warc_file
+from cdc.normalize import content_digest, content_for_chunking
+from cdc.sources import BadRecord, one_line
+from cdc.store import PageState, RetentionPolicy, WriteBatch
+from cdc.urls import host_of
+from cdc.versions import Pending, Prepared, build_pages
+from cdc.warc import Revisit, WarcSummary
+
+SHARD_SHIFT = 40  # a shard holds fewer than 2**40 records
+OBSERVE_BATCH = 2_000  # records normalised and chunked together (chunk_many's fixed cost)
+
+OBSERVATION_SCHEMA = pa.schema([
+    ("natural_key", pa.string()), ("host", pa.string()), ("url", pa.string()),
+    ("retention_class", pa.string()), ("fetched_at", pa.timestamp("us")),
+    ("sequence", pa.int64()), ("source", pa.string()), ("line", pa.int64()), ("size", pa.int64()),
+    ("content_digest", pa.binary()), ("text", pa.binary()),
+    ("chunk_offsets", pa.list_(pa.int64())), ("chunk_lengths", pa.list_(pa.int32())),
+    ("chunk_digests", pa.list_(pa.binary())),
+])
+
+
+def partition_of(natural_key: str, partitions: int) -> int:
+    """The partition a page belongs to: the same in every process and on every machine
+    (Python's own `hash` of a string is salted per process)."""
+    return xxhash.xxh3_64_intdigest(natural_key.encode("utf-8")) % partitions
+
+
+@dataclass
+class ShardReport:
+    """What reading one shard found, apart from its observations; small, for the client."""
+
+    name: str
+    records: int = 0
+    observations: int = 0
+    bad: list[BadRecord] = field(default_factory=list)
+    revisits: list[Revisit] = field(default_factory=list)
+    warc: WarcSummary | None = None  # when the shard is a WARC file
+    failure: str | None = None  # why reading stopped early, if it did
+    keys: list[list[str]] = field(default_factory=list)  # distinct natural keys per partition
+
+
+def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTENT,
+                  params: ChunkParams = DEFAULT_PARAMS) -> tuple[ShardReport, list[pa.Table]]:
+    """Read shard `index` (the file `name`) into observations, one table per partition.
+
+    Never raises for the shard's own problems: a file that cannot be read, or that fails
+    part-way, comes back as `failure` with the observations made before it, so one bad
+    shard does not stop the others.
+    """
+    report = ShardReport(name)
+    columns: list[list[list]] = [[[] for _ in OBSERVATION_SCHEMA] for _ in range(partitions)]
+    waiting: list[tuple] = []
+    try:
+        warc = is_warc_file(name)
+        report.warc = WarcSummary() if warc else None
+        items = input_items(name, warc, mode, report.revisits, report.warc or WarcSummary())
+        for item in items:
+            if isinstance(item, BadRecord):
+                report.bad.append(item)
+                continue
+            report.records += 1
+            triaged = triage(item, (index << SHARD_SHIFT) | report.records)
+            if isinstance(triaged, BadRecord):
+                report.bad.append(triaged)
+                continue
+            waiting.append(triaged)
+            if len(waiting) >= OBSERVE_BATCH:
+                _observe(waiting, columns, params)
+                waiting = []
+        _observe(waiting, columns, params)
+    except Exception as exc:  # any failure is this shard's, reported with its name
+        report.failure = one_line(str(exc) or type(exc).__name__)
+    tables = [pa.Table.from_arrays([pa.array(values, column.type)
+                                    for values, column in zip(part, OBSERVATION_SCHEMA)],
+                                   schema=OBSERVATION_SCHEMA) for part in columns]
+    report.observations = sum(table.num_rows for table in tables)
+    report.keys = [sorted(set(part[0])) for part in columns]
+    return report, tables
+
+
+def _observe(waiting: list[tuple], columns: list[list[list]], params: ChunkParams) -> None:
+    contents = [content_for_chunking(record) for _, _, _, record in waiting]
+    for (key, retention_class, pending, _), content, chunks in zip(
+            waiting, contents, chunk_many(contents, params, threads=1)):
+        row = (key, host_of(key), pending.url, retention_class, pending.fetched_at, pending.sequence,
+               pending.source, pending.line, pending.size, content_digest(content), content,
+               [chunk.offset for chunk in chunks], [chunk.length for chunk in chunks],
+               [chunk.digest for chunk in chunks])
+        for column, value in zip(columns[partition_of(key, len(columns))], row):
+            column.append(value)
+
+
+def shard_report(observed: tuple[ShardReport, list[pa.Table]]) -> ShardReport:
+    return observed[0]
+
+
+def partition_table(observed: tuple[ShardReport, list[pa.Table]], partition: int) -> pa.Table:
+    return observed[1][partition]
+
+
+def build_partition(tables: list[pa.Table], states: dict[str, PageState], known: dict[str, set[bytes]],
+                    policy: RetentionPolicy,
+                    params: ChunkParams = DEFAULT_PARAMS) -> tuple[WriteBatch, IngestSummary]:
+    """The rows one partition's pages add, from their observations in every shard and what
+    the store holds of them (`states`, `known`: `Store.page_states`, `Store.known_versions`)."""
+    observations = pa.concat_tables(tables).sort_by([("natural_key", "ascending"), ("sequence", "ascending")])
+    rows = zip(*(observations.column(name).to_pylist() for name in OBSERVATION_SCHEMA.names))
+    entries = []
+    for (key, _host, url, retention_class, fetched_at, sequence, source, line, size, digest, text,
+         _offsets, lengths, digests) in rows:
+        prepared = Prepared(text, digest, chunks_from_lengths(digests, lengths))
+        pending = Pending(sequence, source, line, url, fetched_at, prepared, size)
+        entries.append((key, retention_class, pending))
+    pages = [plan_page(key, [(entry[1], entry[2]) for entry in group], states.get(key),
+                       known.get(key, set()), policy)
+             for key, group in ((key, list(group)) for key, group in
+                                itertools.groupby(entries, key=lambda entry: entry[0]))]
+    outcomes = build_pages(pages, params)
+    summary = IngestSummary()
+    for outcome in outcomes:
+        summary.add(outcome)
+    return outcome_tables(outcomes), summary
