@@ -1,0 +1,162 @@
+"""Ingest on a real local Dask cluster of two worker processes: the same store as the
+single-process ingest, a worker killed mid-run, a shard that cannot be read, Ctrl-C, Parquet."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+
+import duckdb
+import pytest
+
+from cdc.cli import EXIT_OK, EXIT_SKIPPED, main
+from cdc.cluster import cluster_ingest
+from cdc.ingest import Ingester
+from cdc.inputs import input_items
+from cdc.store import TABLES, Store
+from cdc.warc import WarcSummary
+from tests import crawlgen
+
+distributed = pytest.importorskip("distributed")
+
+SPLIT_PAGE = "https://shop0.example/split"
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """Three shards: a crawl spread round-robin, and one page's six versions split across all
+    three in shuffled order."""
+    records = crawlgen.crawl(hosts=2, pages=5, versions=3)
+    split = [crawlgen.record(SPLIT_PAGE, v, body) for v, body in enumerate(crawlgen.page_versions(7, 6))]
+    parts = [[*records[0::3], split[4], split[1]], [*records[1::3], split[5], split[0]],
+             [*records[2::3], split[2], split[3]]]
+    return [crawlgen.write_jsonl(tmp_path / f"shard-{n}.jsonl", part) for n, part in enumerate(parts)]
+
+
+@pytest.fixture
+def base(tmp_path):
+    """A starting store: the first version of some of the pages, ingested before."""
+    path = tmp_path / "base.duckdb"
+    first = crawlgen.crawl(hosts=2, pages=5, versions=1)[::2]
+    Ingester(Store(path)).run(input_items(str(crawlgen.write_jsonl(tmp_path / "base.jsonl", first)),
+                                          False, "main", [], WarcSummary()))
+    return path
+
+
+def copy_store(base, path):
+    shutil.copy(base, path)
+    return Store(path)
+
+
+def rows(path) -> dict[str, list[tuple]]:
+    """Every row of the four data tables, in a stable order."""
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in TABLES}
+
+
+def single_process(base, tmp_path, shards) -> dict[str, list[tuple]]:
+    store = copy_store(base, tmp_path / "single.duckdb")
+    args = ["--db", str(store.path), "ingest", "--processes", "1", "--quiet", *map(str, shards)]
+    assert main(args) == EXIT_OK
+    return rows(store.path)
+
+
+def test_a_cluster_ingest_writes_what_a_single_process_ingest_writes(client, tmp_path, shards, base):
+    expected = single_process(base, tmp_path, shards)
+    store = copy_store(base, tmp_path / "cluster.duckdb")
+    summary = cluster_ingest(client, [str(s) for s in shards], store, partitions=3)
+    assert rows(store.path) == expected
+    assert summary.ingest.records == 3 * 10 + 6 and not summary.ingest.stale and not summary.failed
+    # Every version of the split page, met on one worker, became a generation in fetch order.
+    history = store.history(SPLIT_PAGE)
+    assert [change.generation for change in history] == [1, 2, 3, 4, 5, 6]
+    assert [change.fetched_at.day for change in history] == [1, 2, 3, 4, 5, 6]
+    # However the records are sharded, and into however many partitions: the same store.
+    one_file = crawlgen.write_jsonl(tmp_path / "all.jsonl", [
+        record for shard in reversed(shards) for record in map(json.loads, shard.read_text().splitlines())])
+    again = copy_store(base, tmp_path / "again.duckdb")
+    cluster_ingest(client, [str(one_file)], again, partitions=5)
+    assert rows(again.path) == expected
+
+
+def test_a_worker_killed_mid_run_changes_nothing(client, tmp_path, shards, base):
+    expected = single_process(base, tmp_path, shards)
+    store = copy_store(base, tmp_path / "cluster.duckdb")
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_a_worker(summary) -> None:
+        if not killed:  # after the first shard is read: the other worker holds results too
+            victim = sorted(pids.values())[0]
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+
+    cluster_ingest(client, [str(s) for s in shards], store, partitions=3, on_progress=kill_a_worker)
+    assert killed and rows(store.path) == expected
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it, for the next test
+    assert killed[0] not in client.run(os.getpid).values()
+
+
+def test_a_shard_that_fails_is_reported_and_the_others_are_stored(client, tmp_path, shards, capsys):
+    db = tmp_path / "s.duckdb"
+    missing = tmp_path / "lost-shard.jsonl"
+    address = client.scheduler.address
+    code = main(["--db", str(db), "ingest", "--dask", address, "--quiet", str(shards[0]), str(missing),
+                 str(shards[1])])
+    out = capsys.readouterr().out
+    assert code == EXIT_SKIPPED
+    assert f"shard failed {missing}: " in out and "no such file" in out
+    kept = rows(db)["generations"]
+    assert len(kept) == 20 + 4  # 2 of 3 parts of 10 pages x 3 versions, and 4 versions of the split page
+
+
+def test_ctrl_c_keeps_committed_partitions_and_a_rerun_converges(client, tmp_path, shards, base):
+    expected = single_process(base, tmp_path, shards)
+    store = copy_store(base, tmp_path / "cluster.duckdb")
+    files = [str(s) for s in shards]
+
+    def interrupt_after_the_first_commit(summary) -> None:
+        if summary.written == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        cluster_ingest(client, files, store, partitions=4, on_progress=interrupt_after_the_first_commit)
+    partial = rows(store.path)
+    assert len(rows(base)["generations"]) < len(partial["generations"]) < len(expected["generations"])
+    cluster_ingest(client, files, store, partitions=4)
+    assert rows(store.path) == expected
+
+
+def test_parquet_lake_holds_the_rows_of_the_store(client, tmp_path, shards):
+    db, lake = tmp_path / "s.duckdb", tmp_path / "lake"
+    code = main(["--db", str(db), "ingest", "--dask", client.scheduler.address, "--quiet",
+                 "--parquet-out", str(lake), *map(str, shards)])
+    assert code == EXIT_OK
+    stored = rows(db)
+    with duckdb.connect() as connection:
+        for table in ("generations", "content_chunks", "changes"):
+            query = "SELECT * EXCLUDE (host) FROM read_parquet(?, hive_partitioning = true)"
+            read = connection.execute(query, [str(lake / table / "*" / "*.parquet")]).fetchall()
+            assert sorted(read, key=repr) == stored[table]
+        hosts = connection.execute("SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true) "
+                                   "ORDER BY host", [str(lake / "changes" / "*" / "*.parquet")]).fetchall()
+    assert hosts == [("shop0.example",), ("shop1.example",)]
+
+
+def test_the_command_line_starts_a_local_cluster_for_the_run(tmp_path, shards, capsys):
+    db = tmp_path / "s.duckdb"
+    assert main(["--db", str(db), "ingest", "--workers", "2", *map(str, shards)]) == EXIT_OK
+    captured = capsys.readouterr()
+    assert "Dask dashboard: http://" in captured.err
+    assert "cluster: 3 shards" in captured.out and "rows/s" in captured.out
+    assert Store(db).stats()["pages"] == 11
