@@ -1,0 +1,149 @@
+"""Cluster ingest benchmark: Dask with 1 and 2 workers against the plain single-process ingest.
+
+What is measured, in one process:
+
+1. The corpus (`../shared/corpus/rustbook.jsonl.gz`) is split into 8 gzip JSONL shards of
+   consecutive records (in data/bench/shards/, made once).
+2. Three peers ingest the 8 shards into a fresh store each run, round-robin, `--runs` rounds,
+   after one warm-up round each (Numba's cache load, the workers' first imports):
+   - plain: the single-process ingest, `cdc ingest --processes 1` (one batch here);
+   - dask-1 and dask-2: `cluster_ingest` on a running local cluster of 1 and 2 worker
+     processes (one thread each), as `cdc ingest --workers N` runs it once the cluster is up.
+   Both clusters stay up for the whole benchmark; the idle one costs only its heartbeats.
+   Wall times are medians; MB/s are of uncompressed JSONL (1 MB = 10^6 bytes).
+3. Starting a local cluster of 2 workers, timed on its own: `cdc ingest --workers 2` pays it
+   once per run, a long-lived cluster (`--dask ADDRESS`) does not.
+4. The single writer's append rate: rows (generations, chunk rows, change rows) appended per
+   second of the writer's transactions in the dask-2 runs, and what that allows per hour.
+
+Every run's store is checked against the plain run's, row for row.
+
+Run from the repository root:
+
+    python benchmarks/dask_ingest.py            # about a minute on two cores
+    python benchmarks/dask_ingest.py --runs 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import itertools
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+from distributed import Client, LocalCluster
+
+from cdc.cluster import cluster_ingest
+from cdc.ingest import Ingester
+from cdc.inputs import input_items
+from cdc.store import TABLES, Store
+from cdc.warc import WarcSummary
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus" / "rustbook.jsonl.gz"
+SHARDS = 8
+SCALING_TARGET = 1.6  # dask-2 over dask-1
+OVERHEAD_TARGET = 1.25  # dask-2 wall time over plain, at most
+
+
+def make_shards(corpus: Path, directory: Path, count: int) -> tuple[list[Path], int]:
+    """`count` shards of consecutive records; the uncompressed bytes of the whole."""
+    lines = gzip.open(corpus).read().splitlines(keepends=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{corpus.name.split('.')[0]}-{n:02d}-of-{count:02d}.jsonl.gz" for n in range(count)]
+    step = -(-len(lines) // count)
+    for n, path in enumerate(paths):
+        if not path.exists():
+            with gzip.open(path, "wb", compresslevel=6) as out:
+                out.writelines(lines[n * step:(n + 1) * step])
+    return paths, sum(len(line) for line in lines)
+
+
+def rows(path: Path) -> dict[str, list[tuple]]:
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in TABLES}
+
+
+def plain(shards: list[Path], store: Store) -> None:
+    items = itertools.chain.from_iterable(input_items(str(s), False, "main", [], WarcSummary()) for s in shards)
+    Ingester(store, workers=1).run(items)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    args = parser.parse_args()
+    shards, size = make_shards(args.corpus, ROOT / "data" / "bench" / "shards", SHARDS)
+    print(f"corpus {args.corpus.name}: {size / 1e6:.1f} MB of JSONL in {SHARDS} shards; {args.runs} rounds")
+
+    started = time.perf_counter()
+    cluster_2 = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    client_2 = Client(cluster_2)
+    startup = time.perf_counter() - started
+    cluster_1 = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0")
+    client_1 = Client(cluster_1)
+    files = [str(s) for s in shards]
+    writer_rows, writer_seconds, generations = 0, 0.0, 0
+
+    def dask(client: Client):
+        def run(store: Store) -> None:
+            nonlocal writer_rows, writer_seconds, generations
+            summary = cluster_ingest(client, files, store)
+            if client is client_2:
+                writer_rows += summary.rows
+                writer_seconds += summary.write_seconds
+                generations += summary.ingest.new_generations
+        return run
+
+    peers = {"plain (cdc ingest --processes 1)": lambda store: plain(shards, store),
+             "dask, 1 worker": dask(client_1), "dask, 2 workers": dask(client_2)}
+    times: dict[str, list[float]] = {name: [] for name in peers}
+    expected = None
+    with tempfile.TemporaryDirectory() as work:
+        for round_ in range(args.runs + 1):
+            for name, run in peers.items():
+                path = Path(work) / f"{round_}-{len(times[name])}-{name[:5]}.duckdb"
+                gc.collect()
+                started = time.perf_counter()
+                run(Store(path))
+                elapsed = time.perf_counter() - started
+                got = rows(path)
+                expected = expected or got
+                if got != expected:
+                    sys.exit(f"FAIL: {name} wrote a different store than the plain ingest")
+                if round_:  # round 0 warms up
+                    times[name].append(elapsed)
+                path.unlink()
+    client_1.close(), cluster_1.close(), client_2.close(), cluster_2.close()
+
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    print(f"{'peer':<36}{'median s':>10}{'MB/s':>8}   runs")
+    for name, median in medians.items():
+        runs = " ".join(f"{t:.2f}" for t in times[name])
+        print(f"{name:<36}{median:>10.2f}{size / 1e6 / median:>8.1f}   {runs}")
+    plain_s, one, two = medians.values()
+    scaling, overhead = one / two, two / plain_s
+    print(f"scaling, dask 2 workers over 1: {scaling:.2f}x (target >= {SCALING_TARGET}): "
+          f"{'PASS' if scaling >= SCALING_TARGET else 'FAIL'}")
+    print(f"overhead, dask 2 workers over plain: {overhead:.2f}x wall time (target <= {OVERHEAD_TARGET}): "
+          f"{'PASS' if overhead <= OVERHEAD_TARGET else 'FAIL'}")
+    print(f"local cluster start, 2 workers: {startup:.2f} s (paid once by `cdc ingest --workers 2`; "
+          f"with it, dask-2 takes {two + startup:.2f} s)")
+    rate = writer_rows / writer_seconds
+    rows_per_page = writer_rows / generations  # per new generation: its row, chunk rows, change row
+    print(f"single writer: {writer_rows:,} rows in {writer_seconds:.2f} s = {rate:,.0f} rows/s "
+          f"({rows_per_page:.1f} rows per new generation here)")
+    print(f"  = {rate * 3600 / rows_per_page / 1e6:.1f} million new page versions per hour; "
+          f"100 million pages with a change each: {1e8 * rows_per_page / rate / 3600:.1f} h of writing")
+
+
+if __name__ == "__main__":
+    main()
