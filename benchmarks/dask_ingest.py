@@ -14,7 +14,11 @@ What is measured, in one process:
 3. Starting a local cluster of 2 workers, timed on its own: `cdc ingest --workers 2` pays it
    once per run, a long-lived cluster (`--dask ADDRESS`) does not.
 4. The single writer's append rate: rows (generations, chunk rows, change rows) appended per
-   second of the writer's transactions in the dask-2 runs, and what that allows per hour.
+   second of the writer's transactions, (a) as the dask-2 runs saw it, sharing two cores with
+   the workers, and (b) alone: one run's partition batches appended again and again, under
+   new keys, to one growing store (`--appends` times), as a writer fed by a larger cluster
+   would. With the rows per page version, that gives the page versions one writer stores per
+   hour, and the hours of writing for a crawl of 100 million pages.
 
 Every run's store is checked against the plain run's, row for row.
 
@@ -37,12 +41,14 @@ import time
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 from distributed import Client, LocalCluster
 
 from cdc.cluster import cluster_ingest
 from cdc.ingest import Ingester
 from cdc.inputs import input_items
-from cdc.store import TABLES, Store
+from cdc.store import TABLES, Store, WriteBatch
 from cdc.warc import WarcSummary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +60,8 @@ OVERHEAD_TARGET = 1.25  # dask-2 wall time over plain, at most
 
 def make_shards(corpus: Path, directory: Path, count: int) -> tuple[list[Path], int]:
     """`count` shards of consecutive records; the uncompressed bytes of the whole."""
-    lines = gzip.open(corpus).read().splitlines(keepends=True)
+    with gzip.open(corpus) as stream:
+        lines = stream.read().splitlines(keepends=True)
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{corpus.name.split('.')[0]}-{n:02d}-of-{count:02d}.jsonl.gz" for n in range(count)]
     step = -(-len(lines) // count)
@@ -72,7 +79,8 @@ def rows(path: Path) -> dict[str, list[tuple]]:
 
 
 def plain(shards: list[Path], store: Store) -> None:
-    items = itertools.chain.from_iterable(input_items(str(s), False, "main", [], WarcSummary()) for s in shards)
+    items = itertools.chain.from_iterable(input_items(str(shard), False, "main", [], WarcSummary())
+                                          for shard in shards)
     Ingester(store, workers=1).run(items)
 
 
@@ -80,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--appends", type=int, default=20, help="rounds of the writer-alone measure")
     args = parser.parse_args()
     shards, size = make_shards(args.corpus, ROOT / "data" / "bench" / "shards", SHARDS)
     print(f"corpus {args.corpus.name}: {size / 1e6:.1f} MB of JSONL in {SHARDS} shards; {args.runs} rounds")
@@ -92,11 +101,13 @@ def main() -> None:
     client_1 = Client(cluster_1)
     files = [str(s) for s in shards]
     writer_rows, writer_seconds, generations = 0, 0.0, 0
+    batches: list[WriteBatch] = []
 
     def dask(client: Client):
         def run(store: Store) -> None:
             nonlocal writer_rows, writer_seconds, generations
-            summary = cluster_ingest(client, files, store)
+            keep = batches.append if client is client_2 and not batches else None
+            summary = cluster_ingest(client, files, store, on_write=keep)
             if client is client_2:
                 writer_rows += summary.rows
                 writer_seconds += summary.write_seconds
@@ -137,12 +148,40 @@ def main() -> None:
           f"{'PASS' if overhead <= OVERHEAD_TARGET else 'FAIL'}")
     print(f"local cluster start, 2 workers: {startup:.2f} s (paid once by `cdc ingest --workers 2`; "
           f"with it, dask-2 takes {two + startup:.2f} s)")
-    rate = writer_rows / writer_seconds
     rows_per_page = writer_rows / generations  # per new generation: its row, chunk rows, change row
-    print(f"single writer: {writer_rows:,} rows in {writer_seconds:.2f} s = {rate:,.0f} rows/s "
-          f"({rows_per_page:.1f} rows per new generation here)")
-    print(f"  = {rate * 3600 / rows_per_page / 1e6:.1f} million new page versions per hour; "
-          f"100 million pages with a change each: {1e8 * rows_per_page / rate / 3600:.1f} h of writing")
+    shared = writer_rows / writer_seconds
+    print(f"single writer in the dask-2 runs (sharing the cores): {writer_rows:,} rows in "
+          f"{writer_seconds:.2f} s = {shared:,.0f} rows/s ({rows_per_page:.1f} rows per new page version)")
+    alone, appended = writer_alone(batches, args.appends)
+    print(f"single writer alone, {args.appends} x {len(batches)} batches into one store growing to "
+          f"{appended:,} rows: median {alone:,.0f} rows/s")
+    for label, rate in (("sharing", shared), ("alone", alone)):
+        print(f"  {label}: {rate * 3600 / rows_per_page / 1e6:.1f} million page versions per hour; "
+              f"100 million: {1e8 * rows_per_page / rate / 3600:.1f} h of writing")
+
+
+def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
+    """Rows per second appending `batches` again and again, under new keys, to one store."""
+    rates, total = [], 0
+    with tempfile.TemporaryDirectory() as work:
+        store = Store(Path(work) / "writer.duckdb")
+        for round_ in range(appends):
+            for batch in batches:
+                renamed = WriteBatch(*(_renamed(table, round_) for table in
+                                       (batch.pages, batch.generations, batch.chunks, batch.changes,
+                                        batch.checked)))
+                rows = renamed.generations.num_rows + renamed.chunks.num_rows + renamed.changes.num_rows
+                started = time.perf_counter()
+                with store.writing() as connection:
+                    store.write(connection, renamed)
+                rates.append(rows / (time.perf_counter() - started))
+                total += rows
+    return statistics.median(rates), total
+
+
+def _renamed(table: pa.Table, round_: int) -> pa.Table:
+    keys = pc.binary_join_element_wise(table.column("natural_key"), pa.scalar(f"#{round_}"), "")
+    return table.set_column(0, "natural_key", keys)
 
 
 if __name__ == "__main__":

@@ -151,11 +151,19 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
 
 def _submit_builds(client, store: Store, observed: list, reports: list[ShardReport], count: int,
                    params: ChunkParams, futures: list) -> list:
-    """One compare task per partition, given what the store holds of its pages."""
+    """One compare task per partition, given what the store holds of its pages.
+
+    Each task is placed on the least loaded worker, by bytes of text: left to itself, Dask
+    puts a task where most of its input already is, which can stack every partition on one
+    worker. The placement is a preference, so another worker takes over if that one dies.
+    """
     builds = []
     exists = store.path.exists()
     policy = store.retention() if exists else RetentionPolicy()
-    for partition in range(count):
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    loads = dict.fromkeys(workers, 0)
+    sizes = [sum(report.sizes[partition] for report in reports) for partition in range(count)]
+    for partition in sorted(range(count), key=lambda p: -sizes[p]):
         keys = sorted({key for report in reports for key in report.keys[partition]})
         if not keys:
             continue
@@ -164,8 +172,12 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
             with store.reading() as connection:
                 states = store.page_states(connection, keys)
                 known = store.known_versions(connection, keys)
+        worker = min(workers, key=loads.__getitem__) if workers else None
+        if worker:
+            loads[worker] += sizes[partition]
+        placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
         tables = [client.submit(partition_table, shard, partition, pure=False) for shard in observed]
-        build = client.submit(build_partition, tables, states, known, policy, params, pure=False)
+        build = client.submit(build_partition, tables, states, known, policy, params, pure=False, **placement)
         futures += tables
         futures.append(build)
         builds.append(build)

@@ -67,6 +67,7 @@ class ShardReport:
     warc: WarcSummary | None = None  # when the shard is a WARC file
     failure: str | None = None  # why reading stopped early, if it did
     keys: list[list[str]] = field(default_factory=list)  # distinct natural keys per partition
+    sizes: list[int] = field(default_factory=list)  # bytes of text per partition, to share out work
 
 
 def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTENT,
@@ -105,6 +106,7 @@ def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTE
                                    schema=OBSERVATION_SCHEMA) for part in columns]
     report.observations = sum(table.num_rows for table in tables)
     report.keys = [sorted(set(part[0])) for part in columns]
+    report.sizes = [sum(map(len, part[10])) for part in columns]
     return report, tables
 
 
