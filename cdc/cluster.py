@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
@@ -103,12 +105,12 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
     count = summary.partitions
     observed = [client.submit(observe_shard, index, name, count, mode, params, pure=False)
                 for index, name in enumerate(files)]
-    futures = list(observed)
+    reports: list[ShardReport | None] = [None] * len(files)
+    pending = list(observed)  # what to cancel if this stops early
     try:
-        reports: list[ShardReport | None] = [None] * len(files)
         report_futures = {client.submit(shard_report, shard, pure=False): number
                           for number, shard in enumerate(observed)}
-        futures += report_futures
+        pending += report_futures
         for future in as_completed(report_futures):
             report = reports[report_futures[future]] = future.result()
             _add_report(summary, report)
@@ -117,20 +119,34 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
         with store.write_lock():
             if summary.warc is not None:
                 store.claim_extraction_mode(mode)
-            builds = _submit_builds(client, store, observed, reports, count, params, futures)
-            for future in as_completed(builds):
-                batch, built = future.result()
-                future.release()
-                summary.ingest.merge(built)
-                _load(store, batch, summary)
+            pending = _submit_builds(client, store, observed, reports, count, params)
+            # Only the compare tasks are held from here: Dask frees each shard's observations
+            # once every partition has taken its part, and still recomputes any a dead worker
+            # held while a compare task needs them.
+            del observed, report_futures
+            for done in as_completed(pending, with_results=True).batches():
+                batch = _concatenated([result[0] for _, result in done])
+                for future, (_, built) in done:
+                    future.release()
+                    summary.ingest.merge(built)
+                _load(store, batch, summary, len(done))
                 if on_write:
                     on_write(batch)
                 if on_progress:
                     on_progress(summary)
             _mark_revisits(store, reports)
     finally:
-        client.cancel(futures)
+        client.cancel(pending)
     return summary
+
+
+def _concatenated(batches: list[WriteBatch]) -> WriteBatch:
+    """Partitions that finished together, written as one transaction: each costs a
+    connection and a checkpoint (about 50 ms here) whatever its size."""
+    if len(batches) == 1:
+        return batches[0]
+    return WriteBatch(*(pa.concat_tables([getattr(batch, name) for batch in batches])
+                        for name in WriteBatch.__dataclass_fields__))
 
 
 def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
@@ -150,7 +166,7 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
 
 
 def _submit_builds(client, store: Store, observed: list, reports: list[ShardReport], count: int,
-                   params: ChunkParams, futures: list) -> list:
+                   params: ChunkParams) -> list:
     """One compare task per partition, given what the store holds of its pages.
 
     Each task is placed on the least loaded worker, by bytes of text: left to itself, Dask
@@ -177,19 +193,17 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
             loads[worker] += sizes[partition]
         placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
         tables = [client.submit(partition_table, shard, partition, pure=False) for shard in observed]
-        build = client.submit(build_partition, tables, states, known, policy, params, pure=False, **placement)
-        futures += tables
-        futures.append(build)
-        builds.append(build)
+        builds.append(client.submit(build_partition, tables, states, known, policy, params, pure=False,
+                                    **placement))
     return builds
 
 
-def _load(store: Store, batch: WriteBatch, summary: ClusterSummary) -> None:
+def _load(store: Store, batch: WriteBatch, summary: ClusterSummary, partitions: int) -> None:
     started = time.perf_counter()
     with store.writing() as connection:
         store.write(connection, batch)
     summary.write_seconds += time.perf_counter() - started
-    summary.written += 1
+    summary.written += partitions
     summary.rows += batch.generations.num_rows + batch.chunks.num_rows + batch.changes.num_rows
     summary.ingest.batches += 1
 
