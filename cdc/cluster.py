@@ -192,7 +192,10 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
         if worker:
             loads[worker] += sizes[partition]
         placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
-        tables = [client.submit(partition_table, shard, partition, pure=False) for shard in observed]
+        # A worker runs one task at a time: picks go first, so a compare task elsewhere never
+        # waits for its tables behind a compare task running where they are.
+        tables = [client.submit(partition_table, shard, partition, pure=False, priority=1)
+                  for shard in observed]
         builds.append(client.submit(build_partition, tables, states, known, policy, params, pure=False,
                                     **placement))
     return builds
