@@ -163,3 +163,21 @@ def test_the_command_line_starts_a_local_cluster_for_the_run(tmp_path, shards, c
     assert "Dask dashboard: http://" in captured.err
     assert "cluster: 3 shards" in captured.out and "rows/s" in captured.out
     assert Store(db).stats()["pages"] == 11
+
+
+def test_warc_and_jsonl_shards_mixed_give_the_single_process_store(client, tmp_path, shards, capsys):
+    from tests.test_cli_crawl import write_crawl
+
+    warc = tmp_path / "crawl.warc.gz"
+    write_crawl(warc, compress=True)  # two versions of a page, a revisit, a PDF, a 404
+    files = [str(shards[0]), str(warc), str(shards[1])]
+    single = tmp_path / "single.duckdb"
+    assert main(["--db", str(single), "ingest", "--processes", "1", "--quiet", *files]) == EXIT_OK
+    db = tmp_path / "cluster.duckdb"
+    assert main(["--db", str(db), "ingest", "--dask", client.scheduler.address, "--quiet", *files]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "WARC records 5: 2 HTML pages, 1 revisits" in out
+    assert rows(db) == rows(single)
+    store = Store(db)
+    assert store.meta()["extraction"] == "main"
+    assert store.page("https://shop.example/lamp").last_checked.day == 3  # the revisit
