@@ -23,13 +23,12 @@ from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.errors import CdcError
 from cdc.export import write_changes_csv
 from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
-from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, parse_time
+from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, mark_revisits, parse_time
 from cdc.inputs import input_items, is_warc_file
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.queries import compare_generations, find_page
 from cdc.sources import open_input
 from cdc.store import RetentionPolicy, Store
-from cdc.urls import canonical_url
 from cdc.versions import shown
 from cdc.warc import Revisit, WarcSummary
 
@@ -229,16 +228,8 @@ def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, 
     ingester.batch_bytes = WARC_BATCH_BYTES if warc_files else BATCH_BYTES
     ingester.run(itertools.chain.from_iterable(
         input_items(name, name in warc_files, args.extract, revisits, warc) for name in args.files))
-    if revisits:  # a revisit record says the page was fetched again, unchanged
-        ingester.summary.unchanged += len(revisits)
-        checked = []
-        for revisit in revisits:
-            try:
-                checked.append((canonical_url(revisit.url), parse_time(revisit.fetched_at)))
-            except (CdcError, ValueError):
-                continue
-        with store.writing() as connection:
-            store.mark_checked(connection, checked)
+    ingester.summary.unchanged += len(revisits)  # fetched again, unchanged
+    mark_revisits(store, revisits)
     if show:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)

@@ -35,10 +35,9 @@ import pyarrow as pa
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
-from cdc.ingest import IngestSummary, parse_time
+from cdc.ingest import IngestSummary, mark_revisits
 from cdc.observations import ShardReport, build_partition, observe_shard, partition_table, shard_report
 from cdc.store import RetentionPolicy, Store, WriteBatch
-from cdc.urls import canonical_url
 from cdc.warc import WarcSummary
 
 PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition, at least two per worker
@@ -134,7 +133,7 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
                     on_write(batch)
                 if on_progress:
                     on_progress(summary)
-            _mark_revisits(store, reports)
+            mark_revisits(store, [revisit for report in reports for revisit in report.revisits])
     finally:
         client.cancel(pending)
     return summary
@@ -209,16 +208,3 @@ def _load(store: Store, batch: WriteBatch, summary: ClusterSummary, partitions: 
     summary.written += partitions
     summary.rows += batch.generations.num_rows + batch.chunks.num_rows + batch.changes.num_rows
     summary.ingest.batches += 1
-
-
-def _mark_revisits(store: Store, reports: list[ShardReport]) -> None:
-    checked = []
-    for report in reports:
-        for revisit in report.revisits:
-            try:
-                checked.append((canonical_url(revisit.url), parse_time(revisit.fetched_at)))
-            except (CdcError, ValueError):
-                continue
-    if checked:
-        with store.writing() as connection:
-            store.mark_checked(connection, checked)

@@ -28,8 +28,10 @@ from cdc.sources import BadRecord, RawLine, SourceRecord
 from cdc.store import PageState, RetentionPolicy, Store, WriteBatch
 from cdc.urls import canonical_url, host_of
 from cdc.versions import NEW, PageOutcome, PageWork, Pending, StoredState, build_pages
+from cdc.warc import Revisit
 
-__all__ = ["NEW", "IngestSummary", "Ingester", "outcome_tables", "parse_time", "plan_page", "triage"]
+__all__ = ["NEW", "IngestSummary", "Ingester", "mark_revisits", "outcome_tables", "parse_time", "plan_page",
+           "triage"]
 
 BATCH_RECORDS = 4_000
 BATCH_BYTES = 64 << 20  # of input
@@ -139,6 +141,20 @@ def plan_page(key: str, entries: list[tuple[str | None, Pending]], state: PageSt
     retention_class = latest_class or (state.retention_class if state else None)
     return PageWork(key, host_of(key), _state(state, known), [pending for _, pending in entries],
                     policy.for_class(retention_class), retention_class)
+
+
+def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
+    """Move `last_checked` forward for pages a WARC `revisit` record saw again, unchanged;
+    a revisit without a usable URL or time says nothing and is passed over."""
+    checked = []
+    for revisit in revisits:
+        try:
+            checked.append((canonical_url(revisit.url), parse_time(revisit.fetched_at)))
+        except (InvalidUrlError, ValueError, OverflowError):
+            continue
+    if checked:
+        with store.writing() as connection:
+            store.mark_checked(connection, checked)
 
 
 def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
