@@ -18,7 +18,9 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+import numpy as np
 import xxhash
+from numba import njit
 
 NORMALIZATION_VERSION = "norm-v1"
 
@@ -29,6 +31,9 @@ CLEAN = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u200b\u2060\ufef
 # separators that `str.split` counts as whitespace (but `bytes.split` does not) made spaces.
 ASCII_DELETE = bytes([*range(0x00, 0x09), *range(0x0E, 0x1C), 0x7F])
 ASCII_TABLE = bytes.maketrans(bytes(range(0x1C, 0x20)), b"    ")
+
+
+SHORT_TEXT = 64  # bytes; shorter text is folded by byte methods in C rather than the kernel
 
 
 def _clean(match: re.Match) -> str:
@@ -44,18 +49,56 @@ NEEDS_CHARACTERS = re.compile(
     rb"\xc2|\xe2\x80[\x80-\x8b\xa8\xa9\xaf]|\xe2\x81[\x9f\xa0]|\xef\xbb\xbf|\xe1\x9a\x80|\xe3\x80\x80")
 
 
+@njit(cache=True, nogil=True)
+def _fold_bytes(src, out):  # pragma: no cover - compiled; the tests run it with and without the JIT
+    """Fold UTF-8 `src` into `out` in one pass: ASCII controls dropped, runs of whitespace
+    (the six `bytes.split` splits on, and the separators 0x1C-0x1F) made one space, none at
+    either end. Returns the length written, or -1 when the text holds a character that
+    NEEDS_CHARACTERS matches: those need the per-character path."""
+    n = 0
+    owed = False  # a space to write before the next byte of a word
+    size = len(src)
+    for i in range(size):
+        b = src[i]
+        if b == 32 or 9 <= b <= 13 or 28 <= b <= 31:
+            owed = n > 0
+            continue
+        if b <= 8 or 14 <= b <= 27 or b == 127:
+            continue
+        if b >= 0xC2 and (b == 0xC2 or (i + 2 < size and (
+                (b == 0xE2 and src[i + 1] == 0x80 and (src[i + 2] <= 0x8B or src[i + 2] == 0xA8
+                                                      or src[i + 2] == 0xA9 or src[i + 2] == 0xAF))
+                or (b == 0xE2 and src[i + 1] == 0x81 and (src[i + 2] == 0x9F or src[i + 2] == 0xA0))
+                or (b == 0xEF and src[i + 1] == 0xBB and src[i + 2] == 0xBF)
+                or (b == 0xE1 and src[i + 1] == 0x9A and src[i + 2] == 0x80)
+                or (b == 0xE3 and src[i + 1] == 0x80 and src[i + 2] == 0x80)))):
+            return -1
+        if owed:
+            out[n] = 32
+            n += 1
+            owed = False
+        out[n] = b
+        n += 1
+    return n
+
+
 def _fold(text: str) -> bytes:
-    """`normalize_text` as UTF-8 bytes. Most text takes a path of byte operations in C;
+    """`normalize_text` as UTF-8 bytes. Most text takes one compiled pass over its bytes;
     regular expressions over characters and NFC run only on the text that needs them (a
     per-character pass over every page costs more than the rest of normalisation)."""
-    if text.isascii():  # known without a scan: cleaning is a byte translation
-        return b" ".join(text.encode("ascii").translate(ASCII_TABLE, ASCII_DELETE).split())
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate
         data = None
-    if data is not None and not NEEDS_CHARACTERS.search(data) and unicodedata.is_normalized("NFC", text):
-        return b" ".join(data.translate(ASCII_TABLE, ASCII_DELETE).split())
+    if data is not None and (text.isascii() or unicodedata.is_normalized("NFC", text)):
+        if len(data) < SHORT_TEXT:  # a compiled call costs more than these few bytes
+            if text.isascii() or not NEEDS_CHARACTERS.search(data):
+                return b" ".join(data.translate(ASCII_TABLE, ASCII_DELETE).split())
+        else:
+            out = np.empty(len(data), np.uint8)
+            length = _fold_bytes(data, out)
+            if length >= 0:
+                return out[:length].tobytes()
     text = unicodedata.normalize("NFC", CLEAN.sub(_clean, text))
     return " ".join(text.split()).encode("utf-8")
 

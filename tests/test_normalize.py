@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cdc import content_digest, content_for_chunking
-from cdc.normalize import content_parts, normalize_text
+from cdc.normalize import CLEAN, _clean, _fold, content_parts, normalize_text
 
 
 def test_the_seed_shape():
@@ -92,3 +94,19 @@ def test_content_digest_is_the_xxh3_128_of_the_normalised_bytes():
     assert len(content_digest(data)) == 16
     assert content_digest(content_for_chunking({"title": " Hello ", "sections": [{"text": "world "}]})) \
         == content_digest(data)
+
+
+def _by_characters(text: str) -> bytes:
+    """The per-character path alone: what every faster path must agree with."""
+    text = unicodedata.normalize("NFC", CLEAN.sub(_clean, text))
+    return " ".join(text.split()).encode("utf-8")
+
+
+TRICKY = st.sampled_from(list(" \t\n\r\x0b\x0c\x1c\x1f\x00\x07\x1b\x7f\x85\xa0\xad\u2000\u200b\u2028\u2060"
+                              "\u3000\u1680\ufeffab é€\u0301"))
+
+
+@given(st.text(TRICKY | st.characters(), max_size=400))
+def test_the_compiled_fold_agrees_with_the_per_character_path(text):
+    assert _fold(text) == _by_characters(text)
+    assert _fold(text * 3) == _by_characters(text * 3)  # long enough for the compiled pass
