@@ -248,7 +248,10 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
     with dask_client(args.dask, args.workers) as client:
         sys.stderr.write(f"Dask dashboard: {client.dashboard_link}\n")
 
+        latest: list[ClusterSummary] = []
+
         def progress(summary: ClusterSummary) -> None:
+            latest[:] = [summary]
             if not show:
                 return
             elapsed = max(time.monotonic() - started, 1e-9)
@@ -258,8 +261,14 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
                              f"new generations; {summary.ingest.records / elapsed:,.0f} records/s ")
             sys.stderr.flush()
 
-        summary = cluster_ingest(client, args.files, store, mode=args.extract, on_progress=progress,
-                                 on_write=lake.write if lake else None)
+        try:
+            summary = cluster_ingest(client, args.files, store, mode=args.extract, on_progress=progress,
+                                     on_write=lake.write if lake else None)
+        except KeyboardInterrupt:
+            written = f"{latest[0].written:,} of {latest[0].partitions:,}" if latest else "no"
+            sys.stderr.write(f"\n{written} partitions were committed; run the same command again "
+                             "to complete the ingest\n")
+            raise
     if show:
         sys.stderr.write("\n")
     _print_summary(summary.ingest, time.monotonic() - started)
