@@ -346,6 +346,13 @@ def _history_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive(value: str) -> int:
+    number = int(value) if value.strip().isdigit() else 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, got {value!r}")
+    return number
+
+
 def _time_option(value: str) -> datetime:
     try:
         return parse_time(value)
@@ -471,14 +478,15 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--keep", type=int, help="generations per page that keep text and chunks (default 3)")
     ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
                         help="a retention class's own limit (repeatable)")
-    ingest.add_argument("--processes", type=int, default=default_threads(),
+    ingest.add_argument("--processes", type=_positive, default=default_threads(),
                         help="processes that parse, normalise and compare on this machine "
                              "(default: the cores, %(default)s)")
-    ingest.add_argument("--workers", type=int, metavar="N",
-                        help="run on a local Dask cluster of N worker processes started for the run")
-    ingest.add_argument("--dask", metavar="ADDRESS",
-                        help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
-                             "its workers must be able to read the files")
+    cluster = ingest.add_mutually_exclusive_group()
+    cluster.add_argument("--workers", type=_positive, metavar="N",
+                         help="run on a local Dask cluster of N worker processes started for the run")
+    cluster.add_argument("--dask", metavar="ADDRESS",
+                         help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
+                              "its workers must be able to read the files")
     ingest.add_argument("--parquet-out", metavar="DIR",
                         help="also write generations, chunk rows and change rows as Parquet under DIR, "
                              "partitioned by host")

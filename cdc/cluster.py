@@ -41,6 +41,7 @@ from cdc.store import RetentionPolicy, Store, WriteBatch
 from cdc.warc import WarcSummary
 
 PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition, at least two per worker
+CONNECT_TIMEOUT = "20s"  # to reach a scheduler given by address
 
 
 @dataclass
@@ -69,7 +70,7 @@ def dask_client(address: str | None = None, workers: int | None = None,
         raise CdcError("a cluster ingest needs dask.distributed: pip install 'dask[distributed]'") from exc
     if address:
         try:
-            client = Client(address, timeout="20s")
+            client = Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             raise CdcError(f"cannot reach a Dask scheduler at {address}: {exc}; start one with "
                            "`dask scheduler`, or use --workers N for a local cluster") from exc

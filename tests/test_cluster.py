@@ -11,7 +11,7 @@ import signal
 import duckdb
 import pytest
 
-from cdc.cli import EXIT_OK, EXIT_SKIPPED, main
+from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
 from cdc.cluster import cluster_ingest
 from cdc.ingest import Ingester
 from cdc.inputs import input_items
@@ -181,3 +181,19 @@ def test_warc_and_jsonl_shards_mixed_give_the_single_process_store(client, tmp_p
     store = Store(db)
     assert store.meta()["extraction"] == "main"
     assert store.page("https://shop.example/lamp").last_checked.day == 3  # the revisit
+
+
+def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, shards, capsys, monkeypatch):
+    monkeypatch.setattr("cdc.cluster.CONNECT_TIMEOUT", "1s")
+    code = main(["--db", str(tmp_path / "s.duckdb"), "ingest", "--dask", "tcp://127.0.0.1:9", str(shards[0])])
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILURE and err.count("\n") == 1
+    assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9" in err and "--workers N" in err
+
+
+@pytest.mark.parametrize("option", [["--workers", "0"], ["--workers", "2", "--dask", "tcp://x:1"]])
+def test_cluster_options_are_checked(tmp_path, shards, capsys, option):
+    with pytest.raises(SystemExit) as stopped:  # argparse's way
+        main(["--db", str(tmp_path / "s.duckdb"), "ingest", *option, str(shards[0])])
+    assert stopped.value.code == EXIT_USAGE and not (tmp_path / "s.duckdb").exists()
+    assert "--workers" in capsys.readouterr().err
