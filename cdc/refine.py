@@ -168,6 +168,9 @@ class Words:
     pieces: list[int] = field(default_factory=list)
 
 
+MANY_WORDS = 64  # from here, word offsets are summed by NumPy rather than in Python
+
+
 def _words(text: bytes, pieces: list[list[int]]) -> Words:
     """The words of the pieces of `text`.
 
@@ -185,8 +188,13 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
         lead = segment[:1].isspace()
         gaps = len(found) - 1 + lead + segment[-1:].isspace()
         if len(segment) - sum(lengths) == gaps:  # single-byte gaps: offsets by arithmetic
-            begins = list(itertools.accumulate([n + 1 for n in lengths[:-1]], initial=start + lead))
-            ends = list(map(operator.add, begins, lengths))
+            if len(lengths) > MANY_WORDS:
+                sizes = np.array(lengths)
+                last_bytes = np.cumsum(sizes + 1) + (start + lead - 1)
+                begins, ends = (last_bytes - sizes).tolist(), last_bytes.tolist()
+            else:
+                begins = list(itertools.accumulate([n + 1 for n in lengths[:-1]], initial=start + lead))
+                ends = list(map(operator.add, begins, lengths))
         else:
             space = IS_SPACE[np.frombuffer(segment, np.uint8)]
             edges = np.flatnonzero(np.diff(space, prepend=True, append=True))  # word, gap, word...
@@ -222,24 +230,26 @@ def _absorb_short_equalities(changes: list[list[int]], old: Words, new: Words) -
     The equal run goes when it is no longer than either change around it (diff-match-patch's
     rule), or when it is a few words next to a larger change: unrelated texts share "the"
     and "of", and a report that keeps them is a scatter, not precision.
+
+    One pass with a stack reaches the same result as repeated passes: a merge only makes a
+    change larger, which can only make its neighbours' merges due, never undo one; so after
+    each merge only the new change and the one before it need a second look.
     """
-    merged = True
-    while merged and len(changes) > 1:
-        merged = False
-        result = changes[:1]
-        for change in changes[1:]:
-            last = result[-1]
-            between = _width(old, last[1], change[0])
-            size_last = max(_width(old, last[0], last[1]), _width(new, last[2], last[3]))
-            size_next = max(_width(old, change[0], change[1]), _width(new, change[2], change[3]))
-            if between <= min(size_last, size_next) or (
-                    between <= SHORT_EQUALITY and between <= max(size_last, size_next)):
-                result[-1] = [last[0], change[1], last[2], change[3]]
-                merged = True
-            else:
-                result.append(change)
-        changes = result
-    return changes
+    merged: list[list[int]] = []
+    for change in changes:
+        merged.append(change)
+        while len(merged) > 1 and _noise_between(merged[-2], merged[-1], old, new):
+            last = merged.pop()
+            merged[-1] = [merged[-1][0], last[1], merged[-1][2], last[3]]
+    return merged
+
+
+def _noise_between(first: list[int], second: list[int], old: Words, new: Words) -> bool:
+    between = _width(old, first[1], second[0])
+    size_first = max(_width(old, first[0], first[1]), _width(new, first[2], first[3]))
+    size_second = max(_width(old, second[0], second[1]), _width(new, second[2], second[3]))
+    return between <= min(size_first, size_second) or (
+        between <= SHORT_EQUALITY and between <= max(size_first, size_second))
 
 
 def _ranges(words: Words, i1: int, i2: int) -> list[tuple[int, int]]:
