@@ -36,7 +36,14 @@ from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
 from cdc.ingest import IngestSummary, mark_revisits
-from cdc.observations import ShardReport, build_partition, observe_shard, partition_table, shard_report
+from cdc.observations import (
+    ShardReport,
+    build_partition,
+    observe_shard,
+    partition_keys,
+    partition_table,
+    shard_report,
+)
 from cdc.store import RetentionPolicy, Store, WriteBatch
 from cdc.warc import WarcSummary
 
@@ -179,12 +186,17 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     loads = dict.fromkeys(workers, 0)
     sizes = [sum(report.sizes[partition] for report in reports) for partition in range(count)]
+    rows = [sum(report.rows[partition] for report in reports) for partition in range(count)]
     for partition in sorted(range(count), key=lambda p: -sizes[p]):
-        keys = sorted({key for report in reports for key in report.keys[partition]})
-        if not keys:
+        if not rows[partition]:
             continue
+        # A worker runs one task at a time: picks go first, so a compare task elsewhere never
+        # waits for its tables behind a compare task running where they are.
+        tables = [client.submit(partition_table, shard, partition, pure=False, priority=1)
+                  for shard in observed]
         states, known = {}, {}
-        if exists:
+        if exists:  # what the store holds of these pages, asked one partition at a time
+            keys = client.submit(partition_keys, tables, pure=False, priority=1).result()
             with store.reading() as connection:
                 states = store.page_states(connection, keys)
                 known = store.known_versions(connection, keys)
@@ -192,10 +204,6 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
         if worker:
             loads[worker] += sizes[partition]
         placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
-        # A worker runs one task at a time: picks go first, so a compare task elsewhere never
-        # waits for its tables behind a compare task running where they are.
-        tables = [client.submit(partition_table, shard, partition, pure=False, priority=1)
-                  for shard in observed]
         builds.append(client.submit(build_partition, tables, states, known, policy, params, pure=False,
                                     **placement))
     return builds

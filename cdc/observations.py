@@ -66,7 +66,7 @@ class ShardReport:
     revisits: list[Revisit] = field(default_factory=list)
     warc: WarcSummary | None = None  # when the shard is a WARC file
     failure: str | None = None  # why reading stopped early, if it did
-    keys: list[list[str]] = field(default_factory=list)  # distinct natural keys per partition
+    rows: list[int] = field(default_factory=list)  # observations per partition
     sizes: list[int] = field(default_factory=list)  # bytes of text per partition, to share out work
 
 
@@ -105,7 +105,7 @@ def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTE
                                     for values, column in zip(part, OBSERVATION_SCHEMA)],
                                    schema=OBSERVATION_SCHEMA) for part in columns]
     report.observations = sum(table.num_rows for table in tables)
-    report.keys = [sorted(set(part[0])) for part in columns]
+    report.rows = [len(part[0]) for part in columns]
     report.sizes = [sum(map(len, part[10])) for part in columns]
     return report, tables
 
@@ -128,6 +128,16 @@ def shard_report(observed: tuple[ShardReport, list[pa.Table]]) -> ShardReport:
 
 def partition_table(observed: tuple[ShardReport, list[pa.Table]], partition: int) -> pa.Table:
     return observed[1][partition]
+
+
+def partition_keys(tables: list[pa.Table]) -> list[str]:
+    """The distinct natural keys of one partition's observations from every shard: what the
+    store is asked about. Gathered one partition at a time, so the client never holds the
+    keys of the whole crawl."""
+    keys: set[str] = set()
+    for table in tables:
+        keys.update(table.column("natural_key").to_pylist())
+    return sorted(keys)
 
 
 def build_partition(tables: list[pa.Table], states: dict[str, PageState], known: dict[str, set[bytes]],
