@@ -28,7 +28,7 @@ from cdc.sources import BadRecord, RawLine, SourceRecord
 from cdc.store import PageState, RetentionPolicy, Store, WriteBatch
 from cdc.urls import canonical_url, host_of
 from cdc.versions import NEW, PageOutcome, PageWork, Pending, StoredState, build_pages
-from cdc.warc import Revisit
+from cdc.warc import RawPage, Revisit
 
 __all__ = ["NEW", "IngestSummary", "Ingester", "mark_revisits", "outcome_tables", "parse_time", "plan_page",
            "triage"]
@@ -96,18 +96,22 @@ def parse_time(value: object) -> datetime:
     return parsed
 
 
-def triage(item: SourceRecord | RawLine,
-           sequence: int) -> tuple[str, str | None, Pending, dict] | BadRecord:
+def triage(item: SourceRecord | RawLine | RawPage,
+           sequence: int) -> tuple[str, str | None, Pending, dict | None] | BadRecord:
     """The natural key, retention class and fetch time of a record, or why it is bad; and
-    the parsed record, for work done in this process."""
-    raw = item if isinstance(item, RawLine) else None
-    if raw is not None:
-        item = raw.parse()
-        if isinstance(item, BadRecord):
-            return item
-    size = len(raw.data) if raw is not None else 0
-    record = item.record
-    if not size:
+    the parsed record, for work done in this process (None for a page not yet extracted)."""
+    if isinstance(item, RawPage):  # the WARC headers say where and when; the HTML waits
+        record, parsed = {"url": item.url, "fetched_at": item.fetched_at}, None
+        payload, size = item, len(item.body)
+    elif isinstance(item, RawLine):
+        parsed_line = item.parse()
+        if isinstance(parsed_line, BadRecord):
+            return parsed_line
+        # A raw line travels to a worker process far faster than the dict parsed from it.
+        record = parsed = parsed_line.record
+        payload, size = item, len(item.data)
+    else:
+        record = parsed = payload = item.record
         sections = record.get("sections")
         size = sum(len(s.get("text") or "") for s in sections if isinstance(s, dict)) \
             if isinstance(sections, list) else 0
@@ -119,10 +123,8 @@ def triage(item: SourceRecord | RawLine,
     retention_class = record.get("retention_class")
     if not isinstance(retention_class, str) or not retention_class:
         retention_class = None
-    # A raw line travels to a worker process far faster than the dict parsed from it.
-    payload = raw if raw is not None else record
     pending = Pending(sequence, item.source, item.line, str(record["url"]).strip(), fetched_at, payload, size)
-    return natural_key, retention_class, pending, record
+    return natural_key, retention_class, pending, parsed
 
 
 def _state(state: PageState | None, known: set[bytes]) -> StoredState | None:
@@ -281,7 +283,7 @@ class Ingester:
         if batch:
             yield batch, size
 
-    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict]], size: int) -> None:
+    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int) -> None:
         batch.sort(key=lambda entry: entry[0])
         groups = [(key, list(entries)) for key, entries in itertools.groupby(batch, key=lambda e: e[0])]
         keys = [key for key, _ in groups]
@@ -302,12 +304,13 @@ class Ingester:
         if self.on_write:
             self.on_write(tables)
 
-    def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict]) -> list[PageOutcome]:
+    def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None]) -> list[PageOutcome]:
         """`build_pages` in this process, or spread over worker processes by size. Pages built
         here use the records parsed already; pages sent to a worker travel as raw lines."""
 
         def parsed_here(work: PageWork) -> PageWork:
-            return replace(work, records=[replace(r, payload=parsed[r.sequence]) for r in work.records])
+            return replace(work, records=[replace(r, payload=parsed[r.sequence] or r.payload)
+                                          for r in work.records])
 
         if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
             return build_pages([parsed_here(work) for work in pages], self.params)

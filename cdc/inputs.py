@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cdc.sources import BadRecord, RawLine, SourceRecord, iter_lines, open_input
-from cdc.warc import Revisit, WarcSummary, is_warc, iter_warc
+from cdc.sources import BadRecord, RawLine, iter_lines, open_input
+from cdc.warc import RawPage, Revisit, WarcSummary, is_warc, iter_warc
 
 
 def is_warc_file(name: str) -> bool:
@@ -27,15 +27,15 @@ def is_warc_file(name: str) -> bool:
 
 
 def warc_items(name: str, mode: str, revisits: list[Revisit],
-               summary: WarcSummary) -> Iterator[SourceRecord | BadRecord]:
-    """The pages of a WARC file as records, text extracted with `mode`; revisit records go to
-    `revisits`. FastWARC reads the file itself, gzip included (faster than Python's gzip)."""
+               summary: WarcSummary) -> Iterator[RawPage | BadRecord]:
+    """The pages of a WARC file, to extract with `mode` where they are built; revisit records
+    go to `revisits`. FastWARC reads the file itself, gzip included (faster than Python's gzip)."""
     try:
         stream = open(name, "rb")  # noqa: SIM115 - closed below
     except OSError:
         stream = open_input(name)  # its message says what is wrong
     try:
-        for item in iter_warc(stream, name, mode, summary):
+        for item in iter_warc(stream, name, mode, summary, defer=True):
             if isinstance(item, Revisit):
                 revisits.append(item)
             else:
@@ -45,8 +45,8 @@ def warc_items(name: str, mode: str, revisits: list[Revisit],
 
 
 def input_items(name: str, warc: bool, mode: str, revisits: list[Revisit],
-                summary: WarcSummary) -> Iterator[SourceRecord | RawLine | BadRecord]:
-    """The records of one input file: WARC pages (extracted) or JSONL lines (still to parse)."""
+                summary: WarcSummary) -> Iterator[RawPage | RawLine | BadRecord]:
+    """The records of one input file: WARC pages (to extract) or JSONL lines (to parse)."""
     if warc:
         return warc_items(name, mode, revisits, summary)
     return iter_lines(name)

@@ -33,7 +33,7 @@ from cdc.normalize import content_digest, content_for_chunking
 from cdc.sources import BadRecord, one_line
 from cdc.store import PageState, RetentionPolicy, WriteBatch
 from cdc.urls import host_of
-from cdc.versions import Pending, Prepared, build_pages
+from cdc.versions import Pending, Prepared, build_pages, content_of
 from cdc.warc import Revisit, WarcSummary
 
 SHARD_SHIFT = 40  # a shard holds fewer than 2**40 records
@@ -111,7 +111,8 @@ def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTE
 
 
 def _observe(waiting: list[tuple], columns: list[list[list]], params: ChunkParams) -> None:
-    contents = [content_for_chunking(record) for _, _, _, record in waiting]
+    contents = [content_for_chunking(record) if record is not None else content_of(pending.payload)
+                for _, _, pending, record in waiting]
     for (key, retention_class, pending, _), content, chunks in zip(
             waiting, contents, chunk_many(contents, params, threads=1)):
         row = (key, host_of(key), pending.url, retention_class, pending.fetched_at, pending.sequence,

@@ -19,11 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from cdc.chunking import Chunk, ChunkParams, chunk_many, chunks_from_lengths
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
 from cdc.sources import BadRecord, RawLine
+
+if TYPE_CHECKING:
+    from cdc.warc import RawPage
 
 NEW = "new"  # the verdict of a page's first generation
 EXCERPT_CHARS = 200
@@ -48,8 +52,9 @@ class Pending:
     line: int
     url: str
     fetched_at: datetime
-    payload: dict | RawLine | Prepared  # the record, its line still to parse (cheaper to ship),
-    # or its content already prepared
+    payload: dict | RawLine | RawPage | Prepared  # the record; its line still to parse or its
+    # HTML still to extract (cheaper to ship, and the work is done where the page is built); or
+    # its content already prepared
     size: int  # about how many bytes of text, to share work out evenly
 
 
@@ -93,16 +98,16 @@ class PageOutcome:
     new_page: bool = False
 
 
-def _content(item: Pending) -> bytes | BadRecord:
-    record = item.payload
-    if isinstance(record, Prepared):
-        return record.content
-    if isinstance(record, RawLine):
-        parsed = record.parse()
+def content_of(payload: dict | RawLine | RawPage | Prepared) -> bytes | BadRecord:
+    """A record's normalised content, parsing or extracting it first where that is still to do."""
+    if isinstance(payload, Prepared):
+        return payload.content
+    if not isinstance(payload, dict):  # a RawLine or a RawPage: parse or extract it here
+        parsed = payload.parse()
         if isinstance(parsed, BadRecord):
             return parsed
-        record = parsed.record
-    return content_for_chunking(record)
+        payload = parsed.record
+    return content_for_chunking(payload)
 
 
 def shown(text: bytes, offset: int, length: int, limit: int = 120) -> str:
@@ -163,7 +168,7 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
     for work in pages:
         outcome = PageOutcome(work.natural_key)
         for item in work.records:
-            content = _content(item)
+            content = content_of(item.payload)
             if isinstance(content, BadRecord):
                 outcome.bad.append(content)
             else:

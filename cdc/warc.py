@@ -36,7 +36,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 from cdc.extract import MAIN_CONTENT, html_to_record
 from cdc.sources import GZIP_MAGIC, BadRecord, SourceRecord, one_line
 
-__all__ = ["HTML_TYPES", "Revisit", "WarcSummary", "is_warc", "iter_warc", "write_warc_response",
+__all__ = ["HTML_TYPES", "RawPage", "Revisit", "WarcSummary", "is_warc", "iter_warc", "write_warc_response",
            "write_warc_revisit"]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -58,6 +58,24 @@ class Revisit:
     """1-based ordinal of the record in the file."""
     url: str
     fetched_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawPage:
+    """An HTML response not yet extracted: extraction, the costly part, can then run in
+    another process, as a JSON line's parsing does (`cdc.sources.RawLine`)."""
+
+    source: str
+    line: int
+    url: str
+    fetched_at: str
+    body: bytes
+    charset: str | None
+    mode: str
+
+    def parse(self) -> SourceRecord:
+        return SourceRecord(self.source, self.line,
+                            html_to_record(self.body, self.url, self.fetched_at, self.charset, self.mode))
 
 
 @dataclass
@@ -105,11 +123,13 @@ def _damage(source: str, number: int, offset: int, what: str) -> BadRecord:
 
 
 def iter_warc(stream: BinaryIO, source: str = "-", mode: str = MAIN_CONTENT,
-              summary: WarcSummary | None = None) -> Iterator[SourceRecord | BadRecord | Revisit]:
+              summary: WarcSummary | None = None,
+              defer: bool = False) -> Iterator[SourceRecord | RawPage | BadRecord | Revisit]:
     """The HTML pages and revisits of a WARC or WARC.gz stream; see the module docstring.
 
     `mode` is the extraction mode (`cdc.extract.MAIN_CONTENT` or `WHOLE_PAGE`); `summary`,
-    if given, is filled in with counts. Only a text stream (a caller's mistake) raises.
+    if given, is filled in with counts. With `defer`, pages come as `RawPage`, to extract
+    later (`RawPage.parse`). Only a text stream (a caller's mistake) raises.
     """
     if isinstance(stream, io.TextIOBase):
         raise TypeError("iter_warc needs a binary stream: open the file in 'rb' mode")
@@ -136,7 +156,7 @@ def iter_warc(stream: BinaryIO, source: str = "-", mode: str = MAIN_CONTENT,
         summary.records += 1
         offset = record.stream_pos
         try:
-            item = _read_record(record, source, number, mode, summary)
+            item = _read_record(record, source, number, mode, summary, defer)
         except _Truncated:
             summary.bad += 1
             summary.damaged_at = offset
@@ -155,8 +175,8 @@ class _Truncated(Exception):
     """The stream ended inside a record."""
 
 
-def _read_record(record: WarcRecord, source: str, number: int, mode: str,
-                 summary: WarcSummary) -> SourceRecord | BadRecord | Revisit | None:
+def _read_record(record: WarcRecord, source: str, number: int, mode: str, summary: WarcSummary,
+                 defer: bool) -> SourceRecord | RawPage | BadRecord | Revisit | None:
     """One WARC record as what `iter_warc` yields, or None when it is skipped or ignored."""
     headers = record.headers
     if headers.get("Content-Length") is None:  # the header block itself was cut short
@@ -204,7 +224,8 @@ def _read_record(record: WarcRecord, source: str, number: int, mode: str,
         return BadRecord(source, number, f"response at byte {record.stream_pos:,} has no WARC-Target-URI")
     summary.pages += 1
     summary.html_bytes += len(body)
-    return SourceRecord(source, number, html_to_record(body, url, fetched_at, record.http_charset, mode))
+    page = RawPage(source, number, url, fetched_at, body, record.http_charset, mode)
+    return page if defer else page.parse()
 
 
 def is_warc(stream_or_first_bytes: BinaryIO | bytes) -> bool:
