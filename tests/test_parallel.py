@@ -1,0 +1,46 @@
+"""`cdc ingest --processes N`: forked worker processes write what one process writes."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from cdc.cli import EXIT_OK, main
+from cdc.store import TABLES
+from cdc.warc import write_warc_response
+from tests import crawlgen
+
+PAGE = ("<html><head><title>{title}</title></head>"
+        "<body><main><h1>{title}</h1><p>{body}</p></main></body></html>")
+
+
+def rows(path) -> dict[str, list[tuple]]:
+    with duckdb.connect(str(path), read_only=True) as connection:
+        return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in TABLES}
+
+
+def jsonl_crawl(tmp_path):
+    return crawlgen.write_jsonl(tmp_path / "crawl.jsonl", crawlgen.crawl(hosts=2, pages=6, versions=4))
+
+
+def warc_crawl(tmp_path):
+    path = tmp_path / "crawl.warc.gz"
+    with open(path, "wb") as out:
+        for record in crawlgen.crawl(hosts=2, pages=6, versions=4):
+            body = PAGE.format(title=record["title"], body=record["sections"][1]["text"]).encode()
+            write_warc_response(out, record["url"], record["fetched_at"], 200,
+                                [("Content-Type", "text/html; charset=utf-8")], body, compress=True)
+    return path
+
+
+@pytest.mark.parametrize("crawl", [jsonl_crawl, warc_crawl])
+def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, crawl, capsys):
+    monkeypatch.setattr("cdc.ingest.PARALLEL_MIN_BYTES", 0)  # small as it is, the batch goes to workers
+    source = str(crawl(tmp_path))
+    one, three = tmp_path / "one.duckdb", tmp_path / "three.duckdb"
+    assert main(["--db", str(one), "ingest", "--processes", "1", "--quiet", source]) == EXIT_OK
+    assert main(["--db", str(three), "ingest", "--processes", "3", "--quiet", source]) == EXIT_OK
+    expected = rows(one)
+    assert len(expected["generations"]) == 2 * 6 * 4
+    assert rows(three) == expected
