@@ -118,7 +118,9 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
         report_futures = {client.submit(shard_report, shard, pure=False): number
                           for number, shard in enumerate(observed)}
         pending += report_futures
-        for future in as_completed(report_futures):
+        # as_completed watches on the default client's event loop unless told otherwise: with
+        # two clients in one process (a notebook's, and this one) it could wait forever.
+        for future in as_completed(report_futures, loop=client.loop):
             report = reports[report_futures[future]] = future.result()
             _add_report(summary, report)
             if on_progress:
@@ -131,7 +133,7 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
             # once every partition has taken its part, and still recomputes any a dead worker
             # held while a compare task needs them.
             del observed, report_futures
-            for done in as_completed(pending, with_results=True).batches():
+            for done in as_completed(pending, with_results=True, loop=client.loop).batches():
                 batch = _concatenated([result[0] for _, result in done])
                 for future, (_, built) in done:
                     future.release()
