@@ -398,6 +398,16 @@ def _erase_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compact_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    if not store.path.exists():
+        store.stats()  # its error says there is no store, and how to make one
+    before = store.path.stat().st_size
+    store.compact()
+    print(f"{store.path}: {before / 1e6:,.1f} MB -> {store.path.stat().st_size / 1e6:,.1f} MB")
+    return EXIT_OK
+
+
 def _prune_command(args: argparse.Namespace) -> int:
     store = _store(args)
     policy = _retention_policy(args, store.retention())
@@ -548,6 +558,10 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--keep", type=int, help="generations per page that keep text and chunks")
     prune.add_argument("--class-keep", action="append", metavar="CLASS=N", help="a class's own limit")
     prune.set_defaults(run=_prune_command)
+
+    compact = commands.add_parser(
+        "compact", help="rewrite the store file in full row groups (ingest appends a small one per batch)")
+    compact.set_defaults(run=_compact_command)
 
     stats = commands.add_parser("stats", help="what the store holds")
     stats.set_defaults(run=_stats_command)

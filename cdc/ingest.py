@@ -35,9 +35,10 @@ __all__ = ["NEW", "IngestSummary", "Ingester", "mark_revisits", "outcome_tables"
 
 BATCH_RECORDS = 4_000
 BATCH_BYTES = 64 << 20  # of input
-# Records extracted from HTML hold their text as Python strings and dicts, several times its
-# size in bytes: smaller batches keep a large WARC ingest in bounded memory.
-WARC_BATCH_BYTES = 8 << 20
+# Of HTML, for WARC input: pages wait unextracted (cdc.warc.RawPage), and a batch's pages
+# become several times their text in Python strings and dicts where they are built. 16 MB
+# kept a 1 GB WARC ingest at about 400 MB peak with two processes; 32 MB, 437 MB.
+WARC_BATCH_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 4 << 20  # a smaller batch is not worth the trip to worker processes
 
 

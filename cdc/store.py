@@ -31,7 +31,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +49,23 @@ RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
+# Writers differ in two settings:
+# - Ingest looks pages up by key, a few hundred keys per query (KEYS_PER_LOOKUP). DuckDB
+#   answers such a query from the natural_key index only while it matches fewer rows than
+#   `index_scan_max_count` (2048 by default), else it scans the whole table, on the
+#   generations table with every text: a writer raises the bound, as its lookups are by key.
+# - No merging of row groups ("vacuum") at checkpoints. DuckDB merges a table's last row
+#   groups whenever they add up to twice the one before them, rewriting them in memory: with
+#   the generations' texts, that put peaks of 114 MB on a 1 GB WARC ingest, and the merges
+#   grow with the store (up to 122,880 rows of text). Unmerged, memory stays flat and ingest
+#   is faster; the cost is a row group per table per batch: a file up to a quarter larger and
+#   scans up to 1.8x slower on a store built in many batches, until `compact()`.
+WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0}
+KEYS_PER_LOOKUP = 256
+# Up to this many pages a batch, ingest reads their state through the index; beyond, in one
+# scan. Fetching rows one by one costs about as much as the scan at 500 random pages of a
+# 100,000-page store, and four times as much at 4,000 (a full JSONL batch).
+INDEXED_LOOKUP_KEYS = 1024
 
 
 SCHEMA = [
@@ -179,6 +196,82 @@ def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
             for generation, text in texts.items()}
 
 
+def _key_table(keys: Sequence[str]) -> pa.Table:
+    return pa.table({"natural_key": pa.array(list(keys), pa.string())})
+
+
+@contextmanager
+def _registered(connection: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    connection.register(name, table)
+    try:
+        yield
+    finally:
+        connection.unregister(name)
+
+
+def _by_keys(connection: duckdb.DuckDBPyConnection, query: str, keys: Sequence[str],
+             wanted: Callable[[tuple], bool] | None = None) -> list[tuple]:
+    """The rows of `query` for `keys`, asked `KEYS_PER_LOOKUP` at a time: `{keys}` in the
+    query becomes that many bound parameters. `wanted`, if given, picks the rows kept, group
+    by group, so rows read only to be dropped never pile up."""
+    keys = list(keys)
+    rows: list[tuple] = []
+    for start in range(0, len(keys), KEYS_PER_LOOKUP):
+        part = keys[start:start + KEYS_PER_LOOKUP]
+        found = connection.execute(query.format(keys=", ".join("?" * len(part))), part).fetchall()
+        rows += found if wanted is None else filter(wanted, found)
+    return rows
+
+
+def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, list]:
+    """Page rows, latest generations (digest, UTF-8 text) and their chunk rows, for a few keys.
+
+    Each table is looked up alone, by key, so DuckDB answers from its index and reads only
+    the blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB
+    WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) A
+    page's older retained generations are read too, and dropped here.
+    """
+    pages = _by_keys(connection, """
+        SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
+        FROM pages WHERE natural_key IN ({keys})
+    """, keys)
+    latest = {row[0]: row[2] for row in pages}
+
+    def of_latest(row: tuple) -> bool:
+        return latest.get(row[0]) == row[1]
+
+    generations = {key: (digest, text) for key, _, digest, text in _by_keys(connection, """
+        SELECT natural_key, generation, content_digest, encode(text) FROM generations
+        WHERE natural_key IN ({keys})
+    """, keys, of_latest)}
+    chunks = [(key, index, digest, length) for key, _, index, digest, length in _by_keys(connection, """
+        SELECT natural_key, generation, chunk_index, digest, length FROM content_chunks
+        WHERE natural_key IN ({keys})
+    """, keys, of_latest)]
+    return pages, generations, chunks
+
+
+def _latest_by_scan(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, list]:
+    """The same as `_latest_by_index`, by joining the keys with whole tables: for many keys,
+    one scan costs less time than thousands of row fetches, though it reads every text."""
+    with _registered(connection, "wanted_keys", _key_table(keys)):
+        rows = connection.execute("""
+            SELECT p.natural_key, p.retention_class, p.latest_generation, p.last_fetched,
+                   p.last_checked, g.content_digest, encode(g.text)
+            FROM pages p
+            JOIN wanted_keys w USING (natural_key)
+            JOIN generations g ON g.natural_key = p.natural_key
+                              AND g.generation = p.latest_generation
+        """).fetchall()
+        chunks = connection.execute("""
+            SELECT c.natural_key, c.chunk_index, c.digest, c.length
+            FROM content_chunks c
+            JOIN pages p ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+            JOIN wanted_keys w ON w.natural_key = c.natural_key
+        """).fetchall()
+    return [row[:5] for row in rows], {row[0]: row[5:] for row in rows}, chunks
+
+
 def _one(result: duckdb.DuckDBPyConnection) -> tuple | None:
     """The first row of a query, reading the result to its end (DuckDB wants it finished)."""
     rows = result.fetchall()
@@ -211,7 +304,8 @@ class Store:
         delay = 0.005
         while True:
             try:
-                connection = duckdb.connect(str(self.path), read_only=not write, config=CONNECTION_CONFIG)
+                connection = duckdb.connect(str(self.path), read_only=not write,
+                                            config=WRITER_CONFIG if write else CONNECTION_CONFIG)
                 break
             except duckdb.IOException as exc:
                 if not _is_lock_conflict(exc):
@@ -363,34 +457,21 @@ class Store:
         """The latest generation of each page among `keys` that the store has."""
         if not keys:
             return {}
-        wanted = pa.table({"natural_key": pa.array(list(keys), pa.string())})
-        connection.register("wanted_keys", wanted)
-        try:
-            rows = connection.execute("""
-                SELECT p.natural_key, p.retention_class, p.latest_generation, p.last_fetched,
-                       p.last_checked, g.content_digest, g.text
-                FROM pages p
-                JOIN wanted_keys w USING (natural_key)
-                JOIN generations g ON g.natural_key = p.natural_key
-                                  AND g.generation = p.latest_generation
-            """).fetchall()
-            chunk_rows = connection.execute("""
-                SELECT c.natural_key, list(c.digest ORDER BY c.chunk_index),
-                       list(c.length ORDER BY c.chunk_index)
-                FROM content_chunks c
-                JOIN pages p ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
-                JOIN wanted_keys w ON w.natural_key = c.natural_key
-                GROUP BY c.natural_key
-            """).fetchall()
-        finally:
-            connection.unregister("wanted_keys")
-        chunks = {key: (digests, lengths) for key, digests, lengths in chunk_rows}
+        if len(keys) <= INDEXED_LOOKUP_KEYS:
+            pages, generations, chunk_rows = _latest_by_index(connection, keys)
+        else:
+            pages, generations, chunk_rows = _latest_by_scan(connection, keys)
+        chunks: dict[str, list[tuple[int, bytes, int]]] = {}
+        for key, index, digest, length in chunk_rows:
+            chunks.setdefault(key, []).append((index, digest, length))
         states = {}
-        for key, retention_class, generation, fetched, checked, digest, text in rows:
-            digests, lengths = chunks.get(key, ([], []))
-            states[key] = PageState(key, retention_class, generation, fetched, checked, digest,
-                                    text.encode("utf-8") if text is not None else None,
-                                    digests, lengths)
+        for key, retention_class, generation, fetched, checked in pages:
+            if key not in generations:
+                continue
+            content_digest, text = generations[key]
+            ordered = sorted(chunks.get(key, []))
+            states[key] = PageState(key, retention_class, generation, fetched, checked, content_digest, text,
+                                    [row[1] for row in ordered], [row[2] for row in ordered])
         return states
 
     def known_versions(self, connection: duckdb.DuckDBPyConnection,
@@ -398,14 +479,16 @@ class Store:
         """The content digest of every generation of the pages among `keys`."""
         if not keys:
             return {}
-        connection.register("wanted_keys", pa.table({"natural_key": pa.array(list(keys), pa.string())}))
-        try:
-            rows = connection.execute("""
-                SELECT g.natural_key, g.content_digest
-                FROM generations g JOIN wanted_keys w USING (natural_key)
-            """).fetchall()
-        finally:
-            connection.unregister("wanted_keys")
+        if len(keys) <= INDEXED_LOOKUP_KEYS:
+            rows = _by_keys(connection, """
+                SELECT natural_key, content_digest FROM generations WHERE natural_key IN ({keys})
+            """, keys)
+        else:
+            with _registered(connection, "wanted_keys", _key_table(keys)):
+                rows = connection.execute("""
+                    SELECT g.natural_key, g.content_digest
+                    FROM generations g JOIN wanted_keys w USING (natural_key)
+                """).fetchall()
         known: dict[str, set[bytes]] = {}
         for key, digest in rows:
             known.setdefault(key, set()).add(digest)

@@ -180,3 +180,17 @@ def test_a_real_process_reports_a_missing_store_in_one_line(tmp_path):
     assert result.returncode == EXIT_FAILURE
     err = result.stderr.decode()
     assert err.count("\n") == 1 and "cdc ingest" in err and "Traceback" not in err
+
+
+def test_compact_rewrites_the_file_and_keeps_every_row(capsys, tmp_path, db):
+    records = crawlgen.crawl(hosts=2, pages=4, versions=4)
+    url = records[0]["url"]
+    for day in range(4):  # one run per crawl day: a row group per table each
+        source = crawlgen.write_jsonl(tmp_path / f"day{day}.jsonl", records[day * 8:(day + 1) * 8])
+        assert run(capsys, "--db", db, "ingest", "--processes", "1", str(source))[0] == EXIT_OK
+    history, stats = run(capsys, "--db", db, "history", url)[1], run(capsys, "--db", db, "stats")[1]
+    code, compacted, _ = run(capsys, "--db", db, "compact")
+    assert code == EXIT_OK and " MB -> " in compacted
+    assert run(capsys, "--db", db, "history", url)[1] == history
+    assert run(capsys, "--db", db, "stats")[1].splitlines()[:6] == stats.splitlines()[:6]
+    assert figure(stats, "generations") == 32

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from cdc import SPEC
+from cdc import store as store_module
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.ingest import Ingester
 from cdc.queries import PageNotFoundError, compare_generations, find_page
@@ -136,6 +137,29 @@ def test_retention_keeps_text_and_chunks_of_the_newest_generations(store):
     store.prune(RetentionPolicy(keep=1))
     assert [g.retained for g in store.generations("https://a.example/kept")] == [False] * 5 + [True]
     assert store.retention() == RetentionPolicy(keep=1)
+
+
+def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
+    """Ingest reads a small batch's page states through the index, a large one's in one
+    scan: the two agree, for pages with older retained generations and unknown keys too."""
+    store.set_retention(RetentionPolicy(keep=2))
+    records = crawlgen.crawl(hosts=2, pages=3, versions=4)
+    records.append(crawlgen.record("https://a.example/once", 0, "a page seen once"))
+    ingest(store, records)
+    keys = [*store.page_keys(), "https://never.example/seen"]
+    monkeypatch.setattr(store_module, "KEYS_PER_LOOKUP", 3)  # several lookups, a short last one
+    read = {}
+    for lookup_keys in (len(keys), 0):
+        monkeypatch.setattr(store_module, "INDEXED_LOOKUP_KEYS", lookup_keys)
+        with store.writing() as connection:
+            read[lookup_keys] = store.page_states(connection, keys), store.known_versions(connection, keys)
+    (states, known), scanned = read[len(keys)], read[0]
+    assert (states, known) == scanned
+    assert len(states) == len(known) == 7 and "https://never.example/seen" not in states
+    page = states["https://shop0.example/item/1"]
+    assert page.latest_generation == 4 and len(known[page.natural_key]) == 4
+    assert page.text and len(page.chunk_digests) == len(page.chunk_lengths) > 1
+    assert sum(page.chunk_lengths) == len(page.text)
 
 
 def test_erasure_removes_the_page_from_every_table_and_from_the_file(store):
