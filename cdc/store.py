@@ -904,19 +904,27 @@ class Store:
         if connection is None:
             with self.reading() as connection:
                 return self.chunk_texts(places, connection)
-        by_page: dict[str, set[int]] = {}
-        for key, generation, _ in places:
-            by_page.setdefault(key, set()).add(generation)
-        versions = {key: _versions(connection, key, generations) for key, generations in by_page.items()}
-        texts = []
+        wanted = {(key, generation) for key, generation, _ in places}
+        keys = sorted({key for key, _ in wanted})
+        # Two lookups by key for all the places (indexed), not two per page.
+        texts = {(key, generation): text.encode("utf-8") for key, generation, text in _by_keys(connection, """
+            SELECT natural_key, generation, text FROM generations WHERE natural_key IN ({keys})
+        """, keys, lambda row: (row[0], row[1]) in wanted and row[2] is not None)}
+        lengths: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for key, generation, index, length in _by_keys(connection, """
+            SELECT natural_key, generation, chunk_index, length FROM content_chunks
+            WHERE natural_key IN ({keys})
+        """, keys, lambda row: (row[0], row[1]) in texts):
+            lengths.setdefault((key, generation), []).append((index, length))
+        result = []
         for key, generation, index in places:
-            version = versions[key].get(generation)
-            if version is None or index >= len(version.chunks):
-                texts.append(None)
+            chunks = sorted(lengths.get((key, generation), []))
+            if (key, generation) not in texts or index >= len(chunks):
+                result.append(None)
                 continue
-            offset = sum(length for _, length in version.chunks[:index])
-            texts.append(version.text[offset:offset + version.chunks[index][1]])
-        return texts
+            offset = sum(length for _, length in chunks[:index])
+            result.append(texts[key, generation][offset:offset + chunks[index][1]])
+        return result
 
 
 @dataclass(frozen=True)
