@@ -60,7 +60,9 @@ CONNECTION_CONFIG = {"memory_limit": "1GB"}
 #   grow with the store (up to 122,880 rows of text). Unmerged, memory stays flat and ingest
 #   is faster; the cost is a row group per table per batch: a file up to a quarter larger and
 #   scans up to 1.8x slower on a store built in many batches, until `compact()`.
-WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0}
+# - One thread: a writer's batches are small, and on a cluster ingest it shares the machine
+#   with the workers, which its second thread only slowed.
+WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0, "threads": 1}
 KEYS_PER_LOOKUP = 256
 # Up to this many pages a batch, ingest reads their state through the index; beyond, in one
 # scan. Fetching rows one by one costs about as much as the scan at 500 random pages of a
