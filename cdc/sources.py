@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import queue
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -142,6 +144,52 @@ def iter_jsonl(stream: BinaryIO, source: str = "-", parse: Callable = _parse_lin
     # read1 returns what one underlying read produced: GzipFile.read would discard the
     # data it decompressed in a call that then hits the end of a truncated stream.
     read = getattr(stream, "read1", None) or stream.read
+    ahead = _ReadAhead(read) if isinstance(stream, gzip.GzipFile) else None
+    try:
+        yield from _split_lines(ahead.read if ahead else read, source, parse)
+    finally:
+        if ahead:
+            ahead.stop()
+
+
+class _ReadAhead:
+    """Blocks read by a thread, one or two ahead of the reader: zlib releases the GIL while it
+    inflates, so a gzip file decompresses while the lines before are being parsed. An error
+    is raised where reading met it, after every block before it."""
+
+    def __init__(self, read: Callable[[int], bytes], depth: int = 2):
+        self._blocks: queue.Queue = queue.Queue(depth)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._fill, args=(read,), name="cdc-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _fill(self, read: Callable[[int], bytes]) -> None:
+        while not self._stopped.is_set():
+            try:
+                item: tuple = (read(READ_SIZE), None)
+            except BaseException as exc:  # handed to the reader, which decides what it means
+                item = (b"", exc)
+            while not self._stopped.is_set():
+                try:
+                    self._blocks.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if not item[0]:
+                return
+
+    def read(self, _size: int) -> bytes:
+        block, error = self._blocks.get()
+        if error is not None:
+            raise error
+        return block
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+
+def _split_lines(read: Callable[[int], bytes], source: str, parse: Callable) -> Iterator:
     number = 0                 # lines ended so far
     pending = bytearray()      # the start of a line that has not ended yet
     skipping = False           # inside a line over MAX_LINE_BYTES: drop bytes up to its newline

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import sys
+import threading
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -542,3 +543,10 @@ def test_the_real_corpus_reads_exactly_as_json_loads_reads_it():
                     for number, line in enumerate(lines, start=1)]
     assert len(items) == 3_328
     assert items == expected
+
+
+def test_a_gzip_file_left_part_read_leaves_no_reading_thread():
+    records = iter_records(fixture("pages.jsonl.gz"))
+    assert isinstance(next(records), SourceRecord)
+    records.close()
+    assert not [thread for thread in threading.enumerate() if thread.name == "cdc-read-ahead"]
