@@ -293,6 +293,7 @@ class Store:
         self.spec = spec
         self.lock_timeout = lock_timeout
         self._lock_depth = 0
+        self._schema_checked: tuple[int, int] | None = None  # the file whose schema is known good
 
     # --- connections --------------------------------------------------------------------
 
@@ -378,7 +379,12 @@ class Store:
             if not self.path.exists():
                 self._create()
             with self._connect(write=True) as connection:
-                self._ensure_schema(connection)
+                # Checked once per file: a store replaced since (a compaction, another
+                # process's new store) is a new inode, and is checked again.
+                identity = (stat := os.stat(self.path)).st_dev, stat.st_ino
+                if identity != self._schema_checked:
+                    self._ensure_schema(connection)
+                    self._schema_checked = identity
                 connection.execute("BEGIN TRANSACTION")
                 try:
                     yield connection
