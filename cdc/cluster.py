@@ -10,11 +10,11 @@
    exact edits (`cdc.observations.build_partition`), the same code the single-process
    ingest runs.
 4. **Load.** This process is the store's single writer: it appends each partition's rows
-   as soon as they arrive, one transaction per partition, holding the store's write lock for
-   the run.
+   as soon as they arrive, one transaction per partition (or per group of partitions that
+   finish together), holding the store's write lock for the run.
 
-Dask keeps the futures of every stage until the load is done, so when a worker dies its
-lost results are computed again from the shards. A shard that cannot be read is reported
+Every task is a pure function of the shards, so when a worker dies Dask computes what it
+held again, for the compare tasks still waiting on it. A shard that cannot be read is reported
 by name and the others go on. Interrupted, the store holds the partitions committed so
 far, and running the same ingest again completes it: versions already stored count as
 unchanged.
