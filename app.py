@@ -9,8 +9,7 @@ import ui
 
 st.set_page_config(page_title="cdc: what changed", page_icon=":material/difference:", layout="wide")
 
-store = ui.open_store()
-choice = ui.store_choice()
+choice = ui.open_store()
 st.sidebar.caption(f"Store: `{choice.path}` ({choice.reason})")
 
 navigation = st.navigation([

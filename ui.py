@@ -17,6 +17,7 @@ import streamlit as st
 
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.errors import CdcError
+from cdc.highlight import FIRST_CHANGE_IDS
 from cdc.launch import StoreChoice, choose_store
 from cdc.store import Store
 
@@ -73,9 +74,9 @@ def _wait_for_demo(path: Path) -> None:
         fail(f"Could not build the demo store: {_demo.error}")
 
 
-def open_store() -> Store:
-    """The store this app shows (app.py calls it once per run); builds the demo on first
-    launch; stops with a message if the store cannot be opened."""
+def open_store() -> StoreChoice:
+    """Which store this app shows, and why (app.py calls it once per run); builds the demo
+    on first launch; stops with a message if the store cannot be opened."""
     choice = store_choice()
     if choice.is_demo and not choice.path.exists():
         _wait_for_demo(choice.path)
@@ -84,7 +85,7 @@ def open_store() -> Store:
         store.meta()
     except CdcError as exc:
         fail(str(exc))
-    return store
+    return choice
 
 
 def current_store() -> Store:
@@ -182,16 +183,16 @@ def host_of_key(key: str) -> str:
 
 
 # Scrolls the frame's own document only (scrollIntoView would scroll the whole app too).
-SCROLL_TO_FIRST_CHANGE = """
+SCROLL_TO_FIRST_CHANGE = f"""
 <script>
-const first = document.getElementById("cdc-first-change-new")
-    || document.getElementById("cdc-first-change-old");
-if (first) {
+const first = document.getElementById("{FIRST_CHANGE_IDS[1]}")
+    || document.getElementById("{FIRST_CHANGE_IDS[0]}");
+if (first) {{
   const top = first.getBoundingClientRect().top + window.scrollY;
   window.scrollTo(0, Math.max(0, top - 120));
-}
+}}
 </script>
-"""
+"""  # the new column's first change, else the old's
 
 
 def scrolled_to_first_change(html: str) -> str:

@@ -48,11 +48,6 @@ def _shortened(data: bytes | None) -> str:
     return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…"
 
 
-def _samples(store: Store, places: list[tuple[str, int, int]]) -> list[str]:
-    """Shortened text of one occurrence of each chunk, read in one go."""
-    return [_shortened(data) for data in store.chunk_texts(places)]
-
-
 def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
                      min_pages: int = DEFAULT_MIN_PAGES) -> list[BoilerplateChunk]:
     """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
@@ -62,7 +57,5 @@ def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
 
 def shared_across_hosts(store: Store, min_hosts: int = 2, limit: int = 200) -> list[SharedChunk]:
     """Chunks present on `min_hosts` or more hosts, with the hosts."""
-    rows = store.shared_across_hosts(min_hosts, limit)
-    samples = _samples(store, [(s["natural_key"], s["generation"], s["chunk_index"]) for *_, s in rows])
-    return [SharedChunk(digest, hosts, pages, sample)
-            for (digest, _count, hosts, pages, _), sample in zip(rows, samples)]
+    return [SharedChunk(digest, hosts, pages, _shortened(sample))
+            for digest, _count, hosts, pages, _, sample in store.shared_across_hosts(min_hosts, limit, True)]

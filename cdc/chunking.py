@@ -234,7 +234,7 @@ def _find_boundary(data, first, last, threshold):
 # A chunk record, as the kernels write it and `struct` reads it back into Chunk tuples:
 # index, offset, length (int64 each), then the 16 digest bytes.
 RECORD_FIELDS = 5  # int64 words per record
-RECORD = struct.Struct("=qqq16s")
+RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
 _DIGEST_AT = 24  # byte offset of the digest within a record
 
 
@@ -363,7 +363,7 @@ def _cut_entry(data):
 
 @dataclass(frozen=True)
 class ChunkBatch:
-    """Chunks of many documents as flat arrays: the store's bulk path.
+    """Chunks of many documents as flat arrays, for bulk writers.
 
     Document `i` owns records `starts[i]` to `starts[i] + counts[i] - 1`. Each record
     holds index, offset (relative to the start of its document), length and digest.
@@ -465,7 +465,7 @@ class _BatchJob:
         first, stop = self.groups[group]
         try:
             _cut_documents(self.addresses, self.lengths, first, stop,
-                           self.params.kernel_settings(final=True), self.slots, self.records, self.counts)
+                           self.params.final_settings, self.slots, self.records, self.counts)
         except BaseException as exc:
             self._error = exc
         finally:

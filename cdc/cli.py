@@ -216,16 +216,16 @@ def _ingest_command(args: argparse.Namespace) -> int:
 
 def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
     """In this process, with `--processes` forked helpers for the per-page work."""
-    ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
-                        workers=args.processes, on_write=lake.write if lake else None)
     warc_files = {name for name in args.files if is_warc_file(name)}  # by content; fails early
+    ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
+                        workers=args.processes, on_write=lake.write if lake else None,
+                        batch_bytes=WARC_BATCH_BYTES if warc_files else BATCH_BYTES)
     if warc_files:
         store.claim_extraction_mode(args.extract)
     revisits: list[Revisit] = []
     warc = WarcSummary()
     # One run over all the files: a batch may span files, so a page's versions spread over
     # small files meet in one batch and are ordered by fetch time, as a cluster ingest orders them.
-    ingester.batch_bytes = WARC_BATCH_BYTES if warc_files else BATCH_BYTES
     ingester.run(itertools.chain.from_iterable(
         input_items(name, name in warc_files, args.extract, revisits, warc) for name in args.files))
     ingester.summary.unchanged += len(revisits)  # fetched again, unchanged
@@ -400,9 +400,7 @@ def _erase_command(args: argparse.Namespace) -> int:
 
 def _compact_command(args: argparse.Namespace) -> int:
     store = _store(args)
-    if not store.path.exists():
-        store.stats()  # its error says there is no store, and how to make one
-    before = store.path.stat().st_size
+    before = store.path.stat().st_size if store.path.exists() else 0
     store.compact()
     print(f"{store.path}: {before / 1e6:,.1f} MB -> {store.path.stat().st_size / 1e6:,.1f} MB")
     return EXIT_OK

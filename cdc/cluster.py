@@ -166,12 +166,8 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
     if report.failure:
         summary.failed.append((report.name, report.failure))
     if report.warc is not None:
-        warc = summary.warc = summary.warc or WarcSummary()
-        warc.records += report.warc.records
-        warc.pages += report.warc.pages
-        warc.revisits += report.warc.revisits
-        warc.skipped_status.update(report.warc.skipped_status)
-        warc.skipped_type.update(report.warc.skipped_type)
+        summary.warc = summary.warc or WarcSummary()
+        summary.warc.add(report.warc)
 
 
 def _submit_builds(client, store: Store, observed: list, reports: list[ShardReport], count: int,

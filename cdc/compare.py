@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
-from cdc.refine import Edit, Span, refine
+from cdc.refine import Edit, Span, refine, stretches
 
 UNCHANGED = "unchanged"
 MINOR = "minor"
@@ -134,22 +134,6 @@ def _pair_moves(old: list[Chunk], new: list[Chunk], old_loose: list[int],
     return pairs
 
 
-def _stretches(opcodes: list[tuple]) -> list[tuple[int, int, int, int]]:
-    """Maximal runs of non-equal opcodes, as (i1, i2, j1, j2).
-
-    rapidfuzz gives a replacement as a delete next to an insert: one stretch, not two.
-    """
-    stretches: list[tuple[int, int, int, int]] = []
-    for tag, i1, i2, j1, j2 in opcodes:
-        if tag == "equal":
-            continue
-        if stretches and stretches[-1][1] == i1 and stretches[-1][3] == j1:
-            stretches[-1] = (stretches[-1][0], i2, stretches[-1][2], j2)
-        else:
-            stretches.append((i1, i2, j1, j2))
-    return stretches
-
-
 def _spans(opcodes: list[tuple], old_kept: list[Chunk], new_kept: list[Chunk],
            moved_old: set[int], moved_new: set[int]) -> list[Span]:
     """The changed stretches between aligned runs, without moved chunks, for `refine`."""
@@ -166,7 +150,7 @@ def _spans(opcodes: list[tuple], old_kept: list[Chunk], new_kept: list[Chunk],
             old_after=kept(old_kept, i2, moved_old),
             new_after=kept(new_kept, j2, moved_new),
         )
-        for i1, i2, j1, j2 in _stretches(opcodes)
+        for i1, i2, j1, j2 in stretches(opcodes)
     ]
 
 
@@ -208,12 +192,13 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
             new_loose += (j for j in range(j1, j2) if new_kept[j].digest in old_set)
     moves = _pair_moves(old_kept, new_kept, old_loose, new_loose)
     # Whatever is not paired is added or removed, an extra copy of a repeated chunk included.
-    paired_old = {i for i, _ in aligned + moves}
-    paired_new = {j for _, j in aligned + moves}
+    pairs = aligned + moves
+    paired_old = {i for i, _ in pairs}
+    paired_new = {j for _, j in pairs}
     added = [c for j, c in enumerate(new_kept) if j not in paired_new]
     removed = [c for i, c in enumerate(old_kept) if i not in paired_old]
     alignment = sorted(
-        [(old_kept[i].index, new_kept[j].index) for i, j in aligned + moves], key=lambda p: p[1]
+        [(old_kept[i].index, new_kept[j].index) for i, j in pairs], key=lambda p: p[1]
     )
 
     new_total = sum(c.length for c in new_kept)

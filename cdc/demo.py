@@ -114,7 +114,6 @@ FIRST_PRICES = (1, 2, 2, 2, 3)  # indexes into PRICES: most products start at $1
 
 # Edits between crawls.
 UNCHANGED, PRICE, INSERT, TYPO, MOVE, REWRITE, RECYCLE = range(7)
-KIND_NAMES = ("unchanged", "price", "insert", "typo", "move", "rewrite", "recycle")
 SHOP_WEIGHTS = (35, 20, 13, 14, 9, 8, 1)
 OTHER_WEIGHTS = (43, 0, 18, 18, 11, 9, 1)
 GUARANTEED = (PRICE, INSERT, TYPO, MOVE, REWRITE, RECYCLE, UNCHANGED)  # in every crawl
@@ -483,7 +482,7 @@ def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = 
             progress(min(1.0, summary.records / total))
 
     items = (SourceRecord("demo", number, record)
-             for number, record in enumerate(demo_records(pages, generations, seed), start=1))
+             for number, record in enumerate(_records(pages, generations, seed), start=1))
     # Built under another name and moved into place whole: a store at `path` is complete.
     building = path.with_name(f"{path.name}.building-{os.getpid()}")
     for leftover in (building, building.with_name(building.name + ".wal"),

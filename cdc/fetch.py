@@ -47,17 +47,17 @@ import httpx
 
 from cdc import __version__
 from cdc.errors import InvalidUrlError, StoreNotFoundError
+from cdc.extract import MAIN_CONTENT, html_to_record
 from cdc.ingest import Ingester, IngestSummary
 from cdc.sources import SourceRecord, one_line
 from cdc.store import Store
 from cdc.urls import canonical_url
-from cdc.warc import write_warc_response, write_warc_revisit
+from cdc.warc import HTML_TYPES, write_warc_response, write_warc_revisit
 
 __all__ = ["FetchFailure", "FetchOptions", "FetchSummary", "fetch_all"]
 
 PROJECT_URL = "https://github.com/cdc-crawl/cdc"  # placeholder until the project has a public home
 DEFAULT_USER_AGENT = f"cdc/{__version__} (+{PROJECT_URL})"
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # and every other 5xx
 ROBOTS_MAX_BYTES = 512 << 10  # RFC 9309: parse at least the first 500 KiB
 DRAIN_BYTES = 64 << 10  # an unwanted body up to this size is read, so the connection is reused
@@ -85,7 +85,7 @@ class FetchOptions:
     user_agent: str = DEFAULT_USER_AGENT
     respect_robots: bool = True
     max_redirects: int = 10
-    extract_mode: str = "main"
+    extract_mode: str = MAIN_CONTENT
     batch_size: int = 500
     """Results per store write."""
 
@@ -268,7 +268,7 @@ class _Fetcher:
         self.robots: dict[str, RobotFileParser | None] = {}
         self.robots_locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    async def _paced(self, request: httpx.Request, read_body: bool, limit: int) -> _Answer:
+    async def _paced(self, request: httpx.Request, robots: bool, limit: int) -> _Answer:
         """One exchange, inside the host's politeness slot, with a whole-exchange deadline."""
         host = self.hosts[request.url.netloc.decode("ascii")]
         polite = self.options.politeness_delay > 0
@@ -280,7 +280,7 @@ class _Fetcher:
                 await asyncio.sleep(wait)
             try:
                 async with asyncio.timeout(self.options.timeout):
-                    return await self._exchange(request, read_body, limit)
+                    return await self._exchange(request, robots, limit)
             except (TimeoutError, httpx.TimeoutException):
                 raise _Failed(f"timed out after {self.options.timeout:g} s") from None
             except httpx.ConnectError as exc:
@@ -294,12 +294,13 @@ class _Fetcher:
             if polite:
                 host.lock.release()
 
-    async def _exchange(self, request: httpx.Request, read_body: bool, limit: int) -> _Answer:
+    async def _exchange(self, request: httpx.Request, robots: bool, limit: int) -> _Answer:
+        """One request and its body: a page's when it is HTML, refused over `limit`; a
+        robots.txt's (`robots`) whatever its type, cut at `limit`."""
         response = await self.client.send(request, stream=True, follow_redirects=False)
         try:
             body = None
-            robots = limit == ROBOTS_MAX_BYTES  # a robots.txt: any type, cut rather than refused
-            wanted = read_body and response.status_code == 200 and (
+            wanted = response.status_code == 200 and (
                 robots or media_type(response.headers.get("content-type")) in HTML_TYPES
                 or "content-type" not in response.headers)
             if wanted:
@@ -324,11 +325,11 @@ class _Fetcher:
         finally:
             await response.aclose()
 
-    async def _with_retries(self, request: httpx.Request, read_body: bool, limit: int,
+    async def _with_retries(self, request: httpx.Request, robots: bool, limit: int,
                             retries: int) -> _Answer:
         """An exchange, retried after 429 and 5xx with backoff or the server's Retry-After."""
         for attempt in range(retries + 1):
-            answer = await self._paced(request, read_body, limit)
+            answer = await self._paced(request, robots, limit)
             if (answer.status not in RETRY_STATUSES and answer.status < 500) or attempt == retries:
                 return answer
             wait = retry_after_seconds(answer.headers.get("retry-after"))
@@ -382,7 +383,7 @@ class _Fetcher:
                 if options.respect_robots and not await self.allowed(request.url):
                     raise _Failed(f"disallowed by robots.txt ({request.url})" if hop else
                                   "disallowed by robots.txt")
-                answer = await self._with_retries(request, True, options.max_body_bytes, options.retries)
+                answer = await self._with_retries(request, False, options.max_body_bytes, options.retries)
                 if answer.next_request is None:
                     break
                 request = answer.next_request
@@ -494,8 +495,6 @@ class _Run:
 
 
 def _extract(result: _Result, mode: str) -> dict | None:
-    from cdc.extract import html_to_record  # written alongside; imported when first needed
-
     answer = result.answer
     charset = answer.headers.get("content-type")
     declared = None
@@ -509,11 +508,6 @@ def _extract(result: _Result, mode: str) -> dict | None:
     except Exception as exc:  # extraction of hostile HTML must not stop the run
         result.reason = f"cannot extract the page: {_one_line(exc)}"
         return None
-    if not isinstance(record, dict):
-        result.reason = "cannot extract the page: the extractor returned no record"
-        return None
-    record.setdefault("url", result.final_url)
-    record.setdefault("fetched_at", _iso(answer.received))
     return record
 
 

@@ -12,8 +12,8 @@ ends, each run knows the set of marks over it, and each run is written once as o
 with those classes. Nothing nests, so nothing can nest wrongly.
 
 `PALETTE` holds the colours of the kinds of chunk; `cdc.figures` uses the same ones, so the
-text and the alignment figure agree. It lives here because this module needs only the
-standard library.
+text and the alignment figure agree. It lives here, where the text is marked up, rather than
+in `cdc.figures`, which needs Plotly.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Collection, Sequence
 
 from cdc.chunking import Chunk
 from cdc.compare import ChangeReport
-from cdc.refine import DELETE, INSERT, REPLACE
+from cdc.refine import DELETE, INSERT, REPLACE, WHITESPACE
 
 PALETTE = {
     "shared": "#4C78A8",  # aligned, in order
@@ -49,7 +49,6 @@ POINT_DEL = "cdc-point-del"  # where words were deleted, new column (an empty el
 FIRST_CHANGE_IDS = ("cdc-first-change-old", "cdc-first-change-new")
 SHORTEN_CHARS = 120  # characters of text a `changes_list` entry shows, at most
 WORD_REACH = 32  # bytes an elision's edge may move to fall between words
-WHITESPACE = b" \t\n\r\x0b\x0c"
 
 STYLE = f"""<style>
 .cdc-sbs {{display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; align-items: start;}}

@@ -30,8 +30,17 @@ from cdc.urls import canonical_url, host_of
 from cdc.versions import NEW, PageOutcome, PageWork, Pending, StoredState, build_pages
 from cdc.warc import RawPage, Revisit
 
-__all__ = ["NEW", "IngestSummary", "Ingester", "mark_revisits", "outcome_tables", "parse_time", "plan_page",
-           "triage"]
+__all__ = [
+    "NEW",
+    "IngestSummary",
+    "Ingester",
+    "by_page",
+    "mark_revisits",
+    "outcome_tables",
+    "parse_time",
+    "plan_pages",
+    "triage",
+]
 
 BATCH_RECORDS = 4_000
 BATCH_BYTES = 64 << 20  # of input
@@ -136,14 +145,26 @@ def _state(state: PageState | None, known: set[bytes]) -> StoredState | None:
                        frozenset(known))
 
 
-def plan_page(key: str, entries: list[tuple[str | None, Pending]], state: PageState | None,
-              known: set[bytes], policy: RetentionPolicy) -> PageWork:
-    """One page's work: its records (with each one's retention class), what the store knows
-    of it, and its retention limit. The latest record's class wins, else the stored one."""
-    latest_class = max(entries, key=lambda entry: (entry[1].fetched_at, entry[1].sequence))[0]
-    retention_class = latest_class or (state.retention_class if state else None)
-    return PageWork(key, host_of(key), _state(state, known), [pending for _, pending in entries],
-                    policy.for_class(retention_class), retention_class)
+def by_page(entries: list[tuple]) -> list[tuple[str, list[tuple]]]:
+    """Entries of (natural key, retention class, Pending, ...) grouped by page, in key order;
+    each page's in the order given (the sort is stable)."""
+    entries.sort(key=lambda entry: entry[0])
+    return [(key, list(group)) for key, group in itertools.groupby(entries, key=lambda entry: entry[0])]
+
+
+def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageState],
+               known: dict[str, set[bytes]], policy: RetentionPolicy) -> list[PageWork]:
+    """Each page's work: its records, what the store knows of it, and its retention limit.
+    The latest record's retention class wins, else the stored one."""
+    pages = []
+    for key, entries in groups:
+        state = states.get(key)
+        latest_class = max(entries, key=lambda entry: (entry[2].fetched_at, entry[2].sequence))[1]
+        retention_class = latest_class or (state.retention_class if state else None)
+        pages.append(PageWork(key, host_of(key), _state(state, known.get(key, set())),
+                              [entry[2] for entry in entries], policy.for_class(retention_class),
+                              retention_class))
+    return pages
 
 
 def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
@@ -285,16 +306,14 @@ class Ingester:
             yield batch, size
 
     def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int) -> None:
-        batch.sort(key=lambda entry: entry[0])
-        groups = [(key, list(entries)) for key, entries in itertools.groupby(batch, key=lambda e: e[0])]
+        groups = by_page(batch)
         keys = [key for key, _ in groups]
         with self.store.write_lock():
             with self.store.writing() as connection:
                 states = self.store.page_states(connection, keys)
                 known = self.store.known_versions(connection, keys)
                 policy = self.store.retention(connection)
-            pages = [plan_page(key, [(e[1], e[2]) for e in entries], states.get(key),
-                               known.get(key, set()), policy) for key, entries in groups]
+            pages = plan_pages(groups, states, known, policy)
             parsed = {entry[2].sequence: entry[3] for entry in batch}
             outcomes = self._build(pages, size, parsed)
             for outcome in outcomes:

@@ -40,8 +40,6 @@ def _clean(match: re.Match) -> str:
     return "\ufffd" if match.group(1) else ""
 
 
-# UTF-8 bytes that begin every character CLEAN removes, other than ASCII controls and
-# lone surrogates (which UTF-8 cannot encode): finding none is a fast "nothing to clean".
 # In UTF-8: what CLEAN removes (but ASCII controls and lone surrogates, found otherwise),
 # and whitespace beyond ASCII, which `bytes.split` would not fold. C2 starts U+0080-U+00BF:
 # the C1 controls, the soft hyphen, NEL and the no-break space among them.

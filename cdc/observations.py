@@ -19,7 +19,6 @@ records, so ties between equal fetch times break the same way in both.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -27,9 +26,9 @@ import xxhash
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many, chunks_from_lengths
 from cdc.extract import MAIN_CONTENT
-from cdc.ingest import IngestSummary, outcome_tables, plan_page, triage
+from cdc.ingest import IngestSummary, by_page, outcome_tables, plan_pages, triage
 from cdc.inputs import input_items, is_warc_file
-from cdc.normalize import content_digest, content_for_chunking
+from cdc.normalize import content_digest
 from cdc.sources import BadRecord, one_line
 from cdc.store import PageState, RetentionPolicy, WriteBatch
 from cdc.urls import host_of
@@ -61,7 +60,6 @@ class ShardReport:
 
     name: str
     records: int = 0
-    observations: int = 0
     bad: list[BadRecord] = field(default_factory=list)
     revisits: list[Revisit] = field(default_factory=list)
     warc: WarcSummary | None = None  # when the shard is a WARC file
@@ -104,14 +102,13 @@ def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTE
     tables = [pa.Table.from_arrays([pa.array(values, column.type)
                                     for values, column in zip(part, OBSERVATION_SCHEMA)],
                                    schema=OBSERVATION_SCHEMA) for part in columns]
-    report.observations = sum(table.num_rows for table in tables)
     report.rows = [len(part[0]) for part in columns]
     report.sizes = [sum(map(len, part[10])) for part in columns]
     return report, tables
 
 
 def _observe(waiting: list[tuple], columns: list[list[list]], params: ChunkParams) -> None:
-    contents = [content_for_chunking(record) if record is not None else content_of(pending.payload)
+    contents = [content_of(record if record is not None else pending.payload)
                 for _, _, pending, record in waiting]
     for (key, retention_class, pending, _), content, chunks in zip(
             waiting, contents, chunk_many(contents, params, threads=1)):
@@ -146,7 +143,7 @@ def build_partition(tables: list[pa.Table], states: dict[str, PageState], known:
                     params: ChunkParams = DEFAULT_PARAMS) -> tuple[WriteBatch, IngestSummary]:
     """The rows one partition's pages add, from their observations in every shard and what
     the store holds of them (`states`, `known`: `Store.page_states`, `Store.known_versions`)."""
-    observations = pa.concat_tables(tables).sort_by([("natural_key", "ascending"), ("sequence", "ascending")])
+    observations = pa.concat_tables(tables)  # shards in input order, each in its own order
     rows = zip(*(observations.column(name).to_pylist() for name in OBSERVATION_SCHEMA.names))
     entries = []
     for (key, _host, url, retention_class, fetched_at, sequence, source, line, size, digest, text,
@@ -154,11 +151,7 @@ def build_partition(tables: list[pa.Table], states: dict[str, PageState], known:
         prepared = Prepared(text, digest, chunks_from_lengths(digests, lengths))
         pending = Pending(sequence, source, line, url, fetched_at, prepared, size)
         entries.append((key, retention_class, pending))
-    pages = [plan_page(key, [(entry[1], entry[2]) for entry in group], states.get(key),
-                       known.get(key, set()), policy)
-             for key, group in ((key, list(group)) for key, group in
-                                itertools.groupby(entries, key=lambda entry: entry[0]))]
-    outcomes = build_pages(pages, params)
+    outcomes = build_pages(plan_pages(by_page(entries), states, known, policy), params)
     summary = IngestSummary()
     for outcome in outcomes:
         summary.add(outcome)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import NamedTuple
@@ -207,24 +208,33 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
     return result
 
 
-def _changes(words_old: list[bytes], words_new: list[bytes]) -> list[list[int]]:
-    """Changed runs as [i1, i2, j1, j2] in word indexes, in order."""
-    changes: list[list[int]] = []
-    for op in Indel.opcodes(words_old, words_new):
-        if op.tag == "equal":
+def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
+    """Maximal runs of non-equal opcodes (tag, i1, i2, j1, j2), as (i1, i2, j1, j2).
+
+    rapidfuzz gives a replacement as a delete next to an insert: one stretch, not two.
+    """
+    runs: list[tuple[int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
             continue
-        if changes and changes[-1][1] == op.src_start and changes[-1][3] == op.dest_start:
-            changes[-1][1], changes[-1][3] = op.src_end, op.dest_end
+        if runs and runs[-1][1] == i1 and runs[-1][3] == j1:
+            runs[-1] = (runs[-1][0], i2, runs[-1][2], j2)
         else:
-            changes.append([op.src_start, op.src_end, op.dest_start, op.dest_end])
-    return changes
+            runs.append((i1, i2, j1, j2))
+    return runs
+
+
+def _changes(words_old: list[bytes], words_new: list[bytes]) -> list[tuple[int, int, int, int]]:
+    """Changed runs of words, as (i1, i2, j1, j2) in word indexes, in order."""
+    return stretches((op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end)
+                     for op in Indel.opcodes(words_old, words_new))
 
 
 def _width(words: Words, i1: int, i2: int) -> int:
     return words.ends[i2 - 1] - words.begins[i1] if i2 > i1 else 0
 
 
-def _absorb_short_equalities(changes: list[list[int]], old: Words, new: Words) -> list[list[int]]:
+def _absorb_short_equalities(changes: list[tuple], old: Words, new: Words) -> list[tuple]:
     """Merge neighbouring changes across equal words that are noise, until none are left.
 
     The equal run goes when it is no longer than either change around it (diff-match-patch's
@@ -235,16 +245,16 @@ def _absorb_short_equalities(changes: list[list[int]], old: Words, new: Words) -
     change larger, which can only make its neighbours' merges due, never undo one; so after
     each merge only the new change and the one before it need a second look.
     """
-    merged: list[list[int]] = []
+    merged: list[tuple] = []
     for change in changes:
         merged.append(change)
         while len(merged) > 1 and _noise_between(merged[-2], merged[-1], old, new):
             last = merged.pop()
-            merged[-1] = [merged[-1][0], last[1], merged[-1][2], last[3]]
+            merged[-1] = (merged[-1][0], last[1], merged[-1][2], last[3])
     return merged
 
 
-def _noise_between(first: list[int], second: list[int], old: Words, new: Words) -> bool:
+def _noise_between(first: tuple, second: tuple, old: Words, new: Words) -> bool:
     between = _width(old, first[1], second[0])
     size_first = max(_width(old, first[0], first[1]), _width(new, first[2], first[3]))
     size_second = max(_width(old, second[0], second[1]), _width(new, second[2], second[3]))
@@ -274,7 +284,7 @@ def _point(words: Words, i: int, region_start: int) -> int:
     return words.ends[i - 1] if i > 0 else region_start
 
 
-def _edits(changes: list[list[int]], old: Words, new: Words, old_start: int, new_start: int) -> list[Edit]:
+def _edits(changes: list[tuple], old: Words, new: Words, old_start: int, new_start: int) -> list[Edit]:
     edits = []
     for i1, i2, j1, j2 in changes:
         old_point = _point(old, i1, old_start)

@@ -659,6 +659,8 @@ class Store:
 
     def compact(self) -> None:
         """Rewrite the store into a new file holding only live rows, and swap it in."""
+        if not self.path.exists():  # a write connection would make an empty file to compact
+            raise StoreNotFoundError(f"no store at {self.path}; build one with `cdc ingest FILE`")
         fresh = self.path.with_name(self.path.name + ".compact")
         with self.write_lock():
             for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
@@ -883,10 +885,12 @@ class Store:
     def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
         return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
 
-    def shared_across_hosts(self, min_hosts: int = 2, limit: int = 1000) -> list[tuple]:
-        """Digests in the latest generations of pages on `min_hosts` or more hosts."""
+    def shared_across_hosts(self, min_hosts: int = 2, limit: int = 1000,
+                            with_samples: bool = False) -> list[tuple]:
+        """Digests in the latest generations of pages on `min_hosts` or more hosts (and,
+        `with_samples`, each one's sample bytes, read through the same connection)."""
         with self.reading() as connection:
-            return connection.execute("""
+            rows = connection.execute("""
                 SELECT c.digest, count(DISTINCT p.host) AS hosts, list(DISTINCT p.host ORDER BY p.host),
                        count(DISTINCT p.natural_key) AS pages,
                        min(struct_pack(natural_key := c.natural_key, generation := c.generation,
@@ -896,6 +900,11 @@ class Store:
                 GROUP BY c.digest HAVING count(DISTINCT p.host) >= ?
                 ORDER BY hosts DESC, pages DESC, c.digest LIMIT ?
             """, [min_hosts, limit]).fetchall()
+            if not with_samples:
+                return rows
+            samples = self.chunk_texts([(s["natural_key"], s["generation"], s["chunk_index"])
+                                        for *_, s in rows], connection)
+        return [(*row, sample) for row, sample in zip(rows, samples)]
 
     def pages_with_digest(self, digest: bytes) -> list[tuple[str, int, int]]:
         """Every retained (page, generation, chunk index) that holds a digest."""
@@ -915,8 +924,8 @@ class Store:
         wanted = {(key, generation) for key, generation, _ in places}
         keys = sorted({key for key, _ in wanted})
         # Two lookups by key for all the places (indexed), not two per page.
-        texts = {(key, generation): text.encode("utf-8") for key, generation, text in _by_keys(connection, """
-            SELECT natural_key, generation, text FROM generations WHERE natural_key IN ({keys})
+        texts = {(key, generation): text for key, generation, text in _by_keys(connection, """
+            SELECT natural_key, generation, encode(text) FROM generations WHERE natural_key IN ({keys})
         """, keys, lambda row: (row[0], row[1]) in wanted and row[2] is not None)}
         lengths: dict[tuple[str, int], list[tuple[int, int]]] = {}
         for key, generation, index, length in _by_keys(connection, """

@@ -103,6 +103,19 @@ class WarcSummary:
     def skipped(self) -> int:
         return sum(self.skipped_status.values()) + sum(self.skipped_type.values())
 
+    def add(self, other: WarcSummary) -> None:
+        """Count another file's records too (the shards of a cluster ingest)."""
+        self.records += other.records
+        self.pages += other.pages
+        self.revisits += other.revisits
+        self.skipped_status.update(other.skipped_status)
+        self.skipped_type.update(other.skipped_type)
+        self.ignored.update(other.ignored)
+        self.bad += other.bad
+        self.html_bytes += other.html_bytes
+        if other.damaged_at is not None:
+            self.damaged_at = other.damaged_at
+
 
 def _type_name(record: WarcRecord) -> str:
     name = getattr(record.record_type, "name", None)
@@ -115,6 +128,12 @@ def _drain(record: WarcRecord) -> int:
     while block := record.reader.read(SKIP_READ_SIZE):
         total += len(block)
     return total
+
+
+def _skip(record: WarcRecord) -> None:
+    """Read past the rest of a record not used; one that ends early means the file was cut."""
+    if _drain(record) < record.content_length:
+        raise _Truncated
 
 
 def _damage(source: str, number: int, offset: int, what: str) -> BadRecord:
@@ -184,14 +203,12 @@ def _read_record(record: WarcRecord, source: str, number: int, mode: str, summar
     kind = record.record_type
     if kind not in (WarcRecordType.response, WarcRecordType.revisit):
         summary.ignored[_type_name(record)] += 1
-        if _drain(record) < record.content_length:
-            raise _Truncated
+        _skip(record)
         return None
     url = (headers.get("WARC-Target-URI") or "").strip().strip("<>")
     fetched_at = headers.get("WARC-Date") or ""
     if kind == WarcRecordType.revisit:
-        if _drain(record) < record.content_length:
-            raise _Truncated
+        _skip(record)
         if not url:
             return BadRecord(source, number, f"revisit at byte {record.stream_pos:,} has no WARC-Target-URI")
         summary.revisits += 1
@@ -199,15 +216,13 @@ def _read_record(record: WarcRecord, source: str, number: int, mode: str, summar
     try:
         record.parse_http(auto_decode="all")
     except (OSError, ValueError) as exc:
-        if _drain(record) < record.content_length:
-            raise _Truncated from exc
+        _skip(record)
         return BadRecord(source, number, f"response at byte {record.stream_pos:,}: unreadable HTTP "
                                          f"headers ({one_line(exc)})")
     status = record.http_headers.status_code if record.http_headers is not None else None
     content_type = (record.http_content_type or "").strip().lower()
     if status != 200 or content_type not in HTML_TYPES:
-        if _drain(record) < record.content_length:
-            raise _Truncated
+        _skip(record)
         if status != 200:
             summary.skipped_status[status] += 1
         else:

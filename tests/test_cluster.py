@@ -15,9 +15,10 @@ from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
 from cdc.cluster import cluster_ingest
 from cdc.ingest import Ingester
 from cdc.inputs import input_items
-from cdc.store import TABLES, Store
+from cdc.store import Store
 from cdc.warc import WarcSummary
 from tests import crawlgen
+from tests.storerows import store_rows as rows
 
 distributed = pytest.importorskip("distributed")
 
@@ -55,13 +56,6 @@ def base(tmp_path):
 def copy_store(base, path):
     shutil.copy(base, path)
     return Store(path)
-
-
-def rows(path) -> dict[str, list[tuple]]:
-    """Every row of the four data tables, in a stable order."""
-    with duckdb.connect(str(path), read_only=True) as connection:
-        return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
-                for table in TABLES}
 
 
 def single_process(base, tmp_path, shards) -> dict[str, list[tuple]]:

@@ -6,6 +6,7 @@ import duckdb
 
 from cdc.cli import EXIT_OK, main
 from tests import crawlgen
+from tests.storerows import store_rows
 
 
 def read(lake, table: str) -> list[tuple]:
@@ -16,8 +17,7 @@ def read(lake, table: str) -> list[tuple]:
 
 
 def stored(db, table: str) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as connection:
-        return sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+    return store_rows(db, [table])[table]
 
 
 def test_the_lake_holds_what_each_run_wrote_and_runs_add_up(tmp_path):

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 
 from cdc.cli import EXIT_OK, main
-from cdc.store import TABLES
 from cdc.warc import write_warc_response
 from tests import crawlgen
+from tests.storerows import store_rows as rows
 
 PAGE = ("<html><head><title>{title}</title></head>"
         "<body><main><h1>{title}</h1><p>{body}</p></main></body></html>")
-
-
-def rows(path) -> dict[str, list[tuple]]:
-    with duckdb.connect(str(path), read_only=True) as connection:
-        return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
-                for table in TABLES}
 
 
 def jsonl_crawl(tmp_path):
