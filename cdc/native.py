@@ -51,6 +51,12 @@ def xxh3_128_into(data, start: int, length: int, out: np.ndarray) -> None:
     out[:16] = np.frombuffer(xxhash.xxh3_128_digest(bytes(data[start:start + length])), np.uint8)
 
 
+def xxh3_64_of(data, start: int, length: int) -> int:
+    """The low 64 bits of the XXH3-128 digest of `data[start:start + length]`: a word's
+    identity when two texts are diffed word by word."""
+    return int.from_bytes(xxhash.xxh3_128_digest(bytes(data[start:start + length]))[8:], "big")
+
+
 @intrinsic
 def _xxh3_128_call(typingctx, pointer, length):
     """Call the C routine; returns (low64, high64) as the C struct is laid out."""
@@ -88,6 +94,14 @@ def _xxh3_128_into_compiled(data, start, length, out):
         for i in range(8):
             out[i] = np.uint8((high >> np.uint64(56 - 8 * i)) & np.uint64(0xFF))
             out[8 + i] = np.uint8((low >> np.uint64(56 - 8 * i)) & np.uint64(0xFF))
+
+    return implementation
+
+
+@overload(xxh3_64_of, jit_options={"nogil": True})
+def _xxh3_64_of_compiled(data, start, length):
+    def implementation(data, start, length):
+        return _xxh3_128_call(_byte_pointer(data, np.uintp(start)), np.uintp(length))[0]
 
     return implementation
 

@@ -6,8 +6,9 @@ the change, not with the page. In each stretch:
 1. The stretch is widened to whole words where it meets an unchanged neighbour (chunk
    boundaries fall mid-word), and its common prefix and suffix are set aside.
 2. What is left is split into words (runs of non-whitespace bytes: ASCII whitespace never
-   occurs inside a UTF-8 character, so no offset splits one) and diffed with rapidfuzz's
-   compiled Indel alignment.
+   occurs inside a UTF-8 character, so no offset splits one) by a compiled pass that also
+   hashes each word, and the two word sequences are diffed with rapidfuzz's compiled Indel
+   alignment.
 3. Short runs of equal words stranded between two larger edits are absorbed into them,
    as diff-match-patch's semantic cleanup does: unrelated texts share "the" and "of",
    and a report that keeps those is noise, not precision.
@@ -17,25 +18,24 @@ Offsets and lengths are in bytes of the two texts.
 
 from __future__ import annotations
 
-import itertools
-import operator
+from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import zip_longest
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
+from cdc.native import xxh3_64_of
 
 INSERT = "insert"
 DELETE = "delete"
 REPLACE = "replace"
 
 WHITESPACE = b" \t\n\r\x0b\x0c"  # what bytes.split() splits on
-IS_SPACE = np.zeros(256, bool)
-IS_SPACE[list(WHITESPACE)] = True
 WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a word boundary
 SHORT_EQUALITY = 24  # bytes of equal words between changes that count as noise
 
@@ -161,51 +161,67 @@ def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int
 
 @dataclass
 class Words:
-    """The words of a region: their bytes, and each one's start, end and piece number."""
+    """The words of a region: each one's identity (a 64-bit hash), start, end and piece
+    number. Arrays, not lists: a page's region can hold thousands of words, of which only
+    those at the edges of a change are ever looked at from Python."""
 
-    words: list[bytes] = field(default_factory=list)
-    begins: list[int] = field(default_factory=list)
-    ends: list[int] = field(default_factory=list)
-    pieces: list[int] = field(default_factory=list)
+    hashes: array
+    begins: array
+    ends: array
+    pieces: array
 
 
-MANY_WORDS = 64  # from here, word offsets are summed by NumPy rather than in Python
+def _is_space(byte) -> bool:  # pragma: no cover - inlined in the kernel
+    return byte == 32 or 9 <= byte <= 13  # the six bytes `bytes.split()` splits on
+
+
+_is_space_compiled = njit(inline="always")(_is_space)
+
+
+@njit(cache=True, nogil=True)
+def _scan_words(text, starts, stops, hashes, begins, ends, pieces):  # pragma: no cover - compiled
+    """Find the words (runs of non-whitespace bytes) of each piece `starts[k]:stops[k]` of
+    `text`, writing each one's hash, start, end and piece number; returns how many."""
+    count = 0
+    for piece in range(len(starts)):
+        i, stop = starts[piece], stops[piece]
+        while i < stop:
+            if _is_space_compiled(text[i]):
+                i += 1
+                continue
+            first = i
+            while i < stop and not _is_space_compiled(text[i]):
+                i += 1
+            hashes[count] = xxh3_64_of(text, first, i - first)
+            begins[count], ends[count], pieces[count] = first, i, piece
+            count += 1
+    return count
 
 
 def _words(text: bytes, pieces: list[list[int]]) -> Words:
-    """The words of the pieces of `text`.
+    """The words of the pieces of `text`, found in one compiled pass.
 
-    `bytes.split()` cuts the words in C. In normalised text every gap is one byte, so the
-    offsets follow from the word lengths; otherwise they come from one vectorised pass over
-    the whitespace mask (both split on the same six ASCII whitespace bytes).
+    A word is known by the low 64 bits of its XXH3 digest: rapidfuzz compares the items of
+    a sequence by hash anyway (Python's `hash` of each `bytes`, before), and reads an
+    `array` of them without a Python object per word.
     """
-    result = Words()
-    for number, (start, end) in enumerate(pieces):
-        segment = text[start:end]
-        found = segment.split()
-        if not found:
-            continue
-        lengths = list(map(len, found))
-        lead = segment[:1].isspace()
-        gaps = len(found) - 1 + lead + segment[-1:].isspace()
-        if len(segment) - sum(lengths) == gaps:  # single-byte gaps: offsets by arithmetic
-            if len(lengths) > MANY_WORDS:
-                sizes = np.array(lengths)
-                last_bytes = np.cumsum(sizes + 1) + (start + lead - 1)
-                begins, ends = (last_bytes - sizes).tolist(), last_bytes.tolist()
-            else:
-                begins = list(itertools.accumulate([n + 1 for n in lengths[:-1]], initial=start + lead))
-                ends = list(map(operator.add, begins, lengths))
-        else:
-            space = IS_SPACE[np.frombuffer(segment, np.uint8)]
-            edges = np.flatnonzero(np.diff(space, prepend=True, append=True))  # word, gap, word...
-            begins = (edges[0::2] + start).tolist()
-            ends = (edges[1::2] + start).tolist()
-        result.words += found
-        result.begins += begins
-        result.ends += ends
-        result.pieces += [number] * len(found)
-    return result
+    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
+    hashes = array("Q", bytes(8 * capacity))
+    begins, ends, numbers = (array("q", bytes(8 * capacity)) for _ in range(3))
+    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
+                        np.array([end for _, end in pieces], np.int64),
+                        *(np.frombuffer(column, np.int64 if column.typecode == "q" else np.uint64)
+                          for column in (hashes, begins, ends, numbers)))
+    for column in (hashes, begins, ends, numbers):
+        del column[count:]
+    return Words(hashes, begins, ends, numbers)
+
+
+def word_table(text: bytes, pieces: list[list[int]]) -> list[list[int]]:
+    """The words of the pieces as [hash, start, end, piece] rows: what the kernel found,
+    in plain lists (the reference tests compare it compiled and uncompiled)."""
+    words = _words(text, pieces)
+    return [list(row) for row in zip(words.hashes, words.begins, words.ends, words.pieces)]
 
 
 def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
@@ -224,10 +240,9 @@ def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
     return runs
 
 
-def _changes(words_old: list[bytes], words_new: list[bytes]) -> list[tuple[int, int, int, int]]:
+def _changes(old: Words, new: Words) -> list[tuple[int, int, int, int]]:
     """Changed runs of words, as (i1, i2, j1, j2) in word indexes, in order."""
-    return stretches((op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end)
-                     for op in Indel.opcodes(words_old, words_new))
+    return stretches(Indel.opcodes(old.hashes, new.hashes).as_list())
 
 
 def _width(words: Words, i1: int, i2: int) -> int:
@@ -308,6 +323,6 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span]) -> list[Edit]:
         if len(old_pieces) == 1 and len(new_pieces) == 1:
             _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
         old_words, new_words = _words(old_text, old_pieces), _words(new_text, new_pieces)
-        changes = _absorb_short_equalities(_changes(old_words.words, new_words.words), old_words, new_words)
+        changes = _absorb_short_equalities(_changes(old_words, new_words), old_words, new_words)
         edits += _edits(changes, old_words, new_words, old_pieces[0][0], new_pieces[0][0])
     return edits

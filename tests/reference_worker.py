@@ -3,7 +3,8 @@
 Run with NUMBA_DISABLE_JIT=1. Reads one JSON request per line,
 {"data": base64, "avg": int, "min": int, "max": int, "split": [int, ...]},
 and answers one JSON line: the chunks of `chunk_content`, of `chunk_many`, and of a
-`Chunker` fed the data cut at `split`, each as [offset, length, hex digest] triples.
+`Chunker` fed the data cut at `split`, each as [offset, length, hex digest] triples; and
+the words `cdc.refine` finds in the pieces the cuts make, as [hash, start, end, piece].
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import warnings
 import numpy as np
 
 from cdc import Chunker, ChunkParams, chunk_content, chunk_many
+from cdc.refine import word_table
 
 
 def triples(chunks):
@@ -38,6 +40,7 @@ def answer(request: dict) -> dict:
         "one_shot": triples(chunk_content(data, params)),
         "many": triples(chunk_many([data], params)[0]),
         "streamed": triples(streamed),
+        "words": word_table(data, [list(pair) for pair in itertools.pairwise(bounds)]),
     }
 
 

@@ -6,10 +6,12 @@ import itertools
 import re
 
 import pytest
+import xxhash
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cdc import ChunkParams, Edit, Thresholds, chunk_content, compare
+from cdc.refine import word_table
 from tests import textgen
 
 
@@ -307,3 +309,23 @@ def test_dropping_one_of_two_identical_sections_is_a_removal():
     with_texts = diff(old, new)
     assert chunks_only.bytes_removed >= len(block_a) - 2 * 8192
     assert chunks_only.verdict == with_texts.verdict == "rewrite"
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.binary(max_size=300)
+       | st.text(alphabet=" \t\n\r\x0b\x0cab\u00e9\u2003", max_size=200).map(str.encode),
+       cuts=st.lists(st.integers(0, 300), max_size=4))
+def test_words_are_what_bytes_split_finds_with_their_xxh3(text, cuts):
+    """Refine's compiled word scan: the words of each piece are `bytes.split()`'s, at their
+    offsets, each known by the low 64 bits of its XXH3-128 digest."""
+    bounds = sorted({0, len(text), *(cut for cut in cuts if cut < len(text))})
+    pieces = [list(pair) for pair in itertools.pairwise(bounds)]
+    expected = []
+    for number, (start, end) in enumerate(pieces):
+        position = start
+        for word in text[start:end].split():
+            position = text.index(word, position)
+            digest = xxhash.xxh3_128_digest(word)
+            expected.append([int.from_bytes(digest[8:], "big"), position, position + len(word), number])
+            position += len(word)
+    assert word_table(text, pieces) == expected

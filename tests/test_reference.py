@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc import Chunker, ChunkParams, chunk_content
+from cdc.refine import word_table
 from tests import textgen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +75,8 @@ def test_compiled_equals_uncompiled(reference, data, params, split):
     assert expected["jit_disabled"]
     ours = compiled(data, params, split)
     assert ours == expected["one_shot"] == expected["many"] == expected["streamed"]
+    bounds = sorted({0, len(data), *(s for s in split if s < len(data))})
+    assert word_table(data, [list(pair) for pair in itertools.pairwise(bounds)]) == expected["words"]
 
 
 def test_compiled_equals_uncompiled_on_text(reference):
