@@ -206,14 +206,13 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
     `array` of them without a Python object per word.
     """
     capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
-    hashes = array("Q", bytes(8 * capacity))
-    begins, ends, numbers = (array("q", bytes(8 * capacity)) for _ in range(3))
+    found = np.empty((4, capacity), np.uint64)
     count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
                         np.array([end for _, end in pieces], np.int64),
-                        *(np.frombuffer(column, np.int64 if column.typecode == "q" else np.uint64)
-                          for column in (hashes, begins, ends, numbers)))
-    for column in (hashes, begins, ends, numbers):
-        del column[count:]
+                        found[0], *found[1:].view(np.int64))
+    hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
+    for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
+        column.frombytes(values.tobytes())  # copied: an exported buffer could not shrink
     return Words(hashes, begins, ends, numbers)
 
 
