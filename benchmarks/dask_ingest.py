@@ -8,7 +8,8 @@ What is measured, in one process:
    after one warm-up round each (Numba's cache load, the workers' first imports):
    - plain: the single-process ingest, `cdc ingest --processes 1` (one batch here);
    - dask-1 and dask-2: `cluster_ingest` on a running local cluster of 1 and 2 worker
-     processes (one thread each), as `cdc ingest --workers N` runs it once the cluster is up.
+     processes (`cdc.cluster.local_cluster`: one thread each, no statistical profiler), as
+     `cdc ingest --workers N` runs it once the cluster is up.
    Both clusters stay up for the whole benchmark; the idle one costs only its heartbeats.
    Wall times are medians; MB/s are of uncompressed JSONL (1 MB = 10^6 bytes).
 3. Starting a local cluster of 2 workers, timed on its own: `cdc ingest --workers 2` pays it
@@ -43,9 +44,9 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-from distributed import Client, LocalCluster
+from distributed import Client
 
-from cdc.cluster import cluster_ingest
+from cdc.cluster import cluster_ingest, local_cluster
 from cdc.ingest import Ingester
 from cdc.inputs import input_items
 from cdc.store import TABLES, Store, WriteBatch
@@ -94,10 +95,10 @@ def main() -> None:
     print(f"corpus {args.corpus.name}: {size / 1e6:.1f} MB of JSONL in {SHARDS} shards; {args.runs} rounds")
 
     started = time.perf_counter()
-    cluster_2 = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    cluster_2 = local_cluster(2, dashboard_address=":0")
     client_2 = Client(cluster_2)
     startup = time.perf_counter() - started
-    cluster_1 = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0")
+    cluster_1 = local_cluster(1, dashboard_address=":0")
     client_1 = Client(cluster_1)
     files = [str(s) for s in shards]
     writer_rows, writer_seconds, generations = 0, 0.0, 0

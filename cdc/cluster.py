@@ -47,7 +47,7 @@ from cdc.observations import (
 from cdc.store import RetentionPolicy, Store, WriteBatch
 from cdc.warc import WarcSummary
 
-PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition, at least two per worker
+PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition; at least one per worker, and two
 CONNECT_TIMEOUT = "20s"  # to reach a scheduler given by address
 
 
@@ -72,7 +72,7 @@ def dask_client(address: str | None = None, workers: int | None = None,
     """A client of the scheduler at `address`, or of a local cluster of `workers` processes
     (one thread each: the work holds the GIL) started for the block and stopped after."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError as exc:  # pragma: no cover - distributed is in requirements.txt
         raise CdcError("a cluster ingest needs dask.distributed: pip install 'dask[distributed]'") from exc
     if address:
@@ -86,15 +86,32 @@ def dask_client(address: str | None = None, workers: int | None = None,
         finally:
             client.close()
         return
-    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                      dashboard_address=dashboard_address) as cluster, Client(cluster) as client:
+    with (local_cluster(workers or os.cpu_count() or 1, dashboard_address) as cluster,
+          Client(cluster) as client):
         yield client
 
 
+def local_cluster(workers: int, dashboard_address: str | None = ":8787"):
+    """A local cluster of `workers` processes, one thread each (the work holds the GIL).
+
+    Its workers do not run Dask's statistical profiler: a thread that samples the running
+    task's stack every 10 ms takes the GIL from it, and cost 10% of a 2-worker ingest here.
+    """
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            dashboard_address=dashboard_address)
+
+
 def _partitions(client, files: Sequence[str]) -> int:
+    """One partition per worker, or per PARTITION_INPUT_BYTES of input if that is more; and
+    two at least, so that one worker's writes overlap its next compare. Each partition
+    costs the writer a transaction and the shuffle a pick per shard."""
     workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
     size = sum(os.path.getsize(name) for name in files if os.path.isfile(name))
-    return max(2 * workers, size // PARTITION_INPUT_BYTES + 1)
+    return max(2, workers, size // PARTITION_INPUT_BYTES + 1)
 
 
 def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MAIN_CONTENT,

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
-from cdc.cluster import cluster_ingest
+from cdc.cluster import cluster_ingest, local_cluster
 from cdc.ingest import Ingester
 from cdc.inputs import input_items
 from cdc.store import Store
@@ -27,8 +27,7 @@ SPLIT_PAGE = "https://shop0.example/split"
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    with local_cluster(2, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         yield client
 
 
