@@ -3,9 +3,11 @@
 **Map** (`observe_shard`): one input file (a shard) is read where it runs, and each good
 record becomes an *observation*: natural key, host, URL, retention class, fetch time, its
 place in the input, the normalised text, its content digest and its chunks (offsets,
-lengths, digests). Observations come out as Arrow tables, one per partition of natural keys
-(`partition_of`, a hash that is the same in every process), so the shuffle moves only whole
-tables between workers.
+lengths, digests). Observations come out as one Arrow table sorted by *bucket*: a hash of
+the natural key that is the same in every process (`bucket_of`). A partition is a set of
+buckets, chosen once every shard is read so that partitions hold about as much text each;
+the shuffle (`partition_table`) moves each shard's rows of a partition's buckets, copied
+out compactly.
 
 **Compare** (`build_partition`): one partition's observations from every shard meet, with
 what the store knows of those pages, and become the rows to write. This is the same
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import xxhash
 
@@ -48,10 +51,10 @@ OBSERVATION_SCHEMA = pa.schema([
 ])
 
 
-def partition_of(natural_key: str, partitions: int) -> int:
-    """The partition a page belongs to: the same in every process and on every machine
+def bucket_of(natural_key: str, buckets: int) -> int:
+    """The bucket a page belongs to: the same in every process and on every machine
     (Python's own `hash` of a string is salted per process)."""
-    return xxhash.xxh3_64_intdigest(natural_key.encode("utf-8")) % partitions
+    return xxhash.xxh3_64_intdigest(natural_key.encode("utf-8")) % buckets
 
 
 @dataclass
@@ -64,20 +67,30 @@ class ShardReport:
     revisits: list[Revisit] = field(default_factory=list)
     warc: WarcSummary | None = None  # when the shard is a WARC file
     failure: str | None = None  # why reading stopped early, if it did
-    rows: list[int] = field(default_factory=list)  # observations per partition
-    sizes: list[int] = field(default_factory=list)  # bytes of text per partition, to share out work
+    rows: list[int] = field(default_factory=list)  # observations per bucket
+    sizes: list[int] = field(default_factory=list)  # bytes of text per bucket, to share out work
 
 
-def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTENT,
-                  params: ChunkParams = DEFAULT_PARAMS) -> tuple[ShardReport, list[pa.Table]]:
-    """Read shard `index` (the file `name`) into observations, one table per partition.
+@dataclass
+class Observed:
+    """A shard's observations: one table sorted by bucket (stably, so each page's rows keep
+    their order in the shard), and where each bucket's rows start (`starts[b]` to
+    `starts[b + 1]`)."""
+
+    table: pa.Table
+    starts: np.ndarray
+
+
+def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
+                  params: ChunkParams = DEFAULT_PARAMS) -> tuple[ShardReport, Observed]:
+    """Read shard `index` (the file `name`) into observations, in `buckets` buckets.
 
     Never raises for the shard's own problems: a file that cannot be read, or that fails
     part-way, comes back as `failure` with the observations made before it, so one bad
     shard does not stop the others.
     """
     report = ShardReport(name)
-    columns: list[list[list]] = [[[] for _ in OBSERVATION_SCHEMA] for _ in range(partitions)]
+    columns: list[list] = [[] for _ in OBSERVATION_SCHEMA]
     waiting: list[tuple] = []
     try:
         warc = is_warc_file(name)
@@ -99,15 +112,19 @@ def observe_shard(index: int, name: str, partitions: int, mode: str = MAIN_CONTE
         _observe(waiting, columns, params)
     except Exception as exc:  # any failure is this shard's, reported with its name
         report.failure = one_line(str(exc) or type(exc).__name__)
-    tables = [pa.Table.from_arrays([pa.array(values, column.type)
-                                    for values, column in zip(part, OBSERVATION_SCHEMA)],
-                                   schema=OBSERVATION_SCHEMA) for part in columns]
-    report.rows = [len(part[0]) for part in columns]
-    report.sizes = [sum(map(len, part[10])) for part in columns]
-    return report, tables
+    bucket = np.array([bucket_of(key, buckets) for key in columns[0]], np.int64)
+    order = np.argsort(bucket, kind="stable")
+    table = pa.Table.from_arrays([pa.array(values, column.type)
+                                  for values, column in zip(columns, OBSERVATION_SCHEMA)],
+                                 schema=OBSERVATION_SCHEMA).take(order)
+    rows = np.bincount(bucket, minlength=buckets)
+    report.rows = rows.tolist()
+    report.sizes = np.bincount(bucket, np.array(list(map(len, columns[10])), np.float64),
+                               minlength=buckets).astype(np.int64).tolist()
+    return report, Observed(table, np.concatenate([[0], np.cumsum(rows)]))
 
 
-def _observe(waiting: list[tuple], columns: list[list[list]], params: ChunkParams) -> None:
+def _observe(waiting: list[tuple], columns: list[list], params: ChunkParams) -> None:
     contents = [content_of(record if record is not None else pending.payload)
                 for _, _, pending, record in waiting]
     for (key, retention_class, pending, _), content, chunks in zip(
@@ -116,16 +133,20 @@ def _observe(waiting: list[tuple], columns: list[list[list]], params: ChunkParam
                pending.source, pending.line, pending.size, content_digest(content), content,
                [chunk.offset for chunk in chunks], [chunk.length for chunk in chunks],
                [chunk.digest for chunk in chunks])
-        for column, value in zip(columns[partition_of(key, len(columns))], row):
+        for column, value in zip(columns, row):
             column.append(value)
 
 
-def shard_report(observed: tuple[ShardReport, list[pa.Table]]) -> ShardReport:
+def shard_report(observed: tuple[ShardReport, Observed]) -> ShardReport:
     return observed[0]
 
 
-def partition_table(observed: tuple[ShardReport, list[pa.Table]], partition: int) -> pa.Table:
-    return observed[1][partition]
+def partition_table(observed: tuple[ShardReport, Observed], buckets: list[int]) -> pa.Table:
+    """A shard's rows of the given buckets, copied out: a slice would travel with the
+    whole shard's buffers."""
+    starts = observed[1].starts
+    rows = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in buckets]) if buckets else []
+    return observed[1].table.take(pa.array(rows, pa.int64()))
 
 
 def partition_keys(tables: list[pa.Table]) -> list[str]:
