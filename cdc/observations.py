@@ -21,6 +21,9 @@ records, so ties between equal fetch times break the same way in both.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,6 +84,21 @@ class Observed:
     starts: np.ndarray
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for one task. A task makes hundreds of thousands of
+    objects and no cycles, and each full collection it set off walked the whole worker
+    process too (Dask's state, every module): some tasks took two or three times as long."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
                   params: ChunkParams = DEFAULT_PARAMS) -> tuple[ShardReport, Observed]:
     """Read shard `index` (the file `name`) into observations, in `buckets` buckets.
@@ -89,6 +107,12 @@ def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
     part-way, comes back as `failure` with the observations made before it, so one bad
     shard does not stop the others.
     """
+    with collector_paused():
+        return _observe_shard(index, name, buckets, mode, params)
+
+
+def _observe_shard(index: int, name: str, buckets: int, mode: str,
+                   params: ChunkParams) -> tuple[ShardReport, Observed]:
     report = ShardReport(name)
     columns: list[list] = [[] for _ in OBSERVATION_SCHEMA]
     waiting: list[tuple] = []
@@ -164,6 +188,12 @@ def build_partition(tables: list[pa.Table], states: dict[str, PageState], known:
                     params: ChunkParams = DEFAULT_PARAMS) -> tuple[WriteBatch, IngestSummary]:
     """The rows one partition's pages add, from their observations in every shard and what
     the store holds of them (`states`, `known`: `Store.page_states`, `Store.known_versions`)."""
+    with collector_paused():
+        return _build_partition(tables, states, known, policy, params)
+
+
+def _build_partition(tables: list[pa.Table], states: dict[str, PageState], known: dict[str, set[bytes]],
+                     policy: RetentionPolicy, params: ChunkParams) -> tuple[WriteBatch, IngestSummary]:
     observations = pa.concat_tables(tables)  # shards in input order, each in its own order
     rows = zip(*(observations.column(name).to_pylist() for name in OBSERVATION_SCHEMA.names))
     entries = []
