@@ -405,6 +405,8 @@ class Store:
         finally:
             connection.close()
         os.replace(fresh, self.path)
+        stat = os.stat(self.path)  # the same file (a rename keeps the inode): checked already
+        self._schema_checked = stat.st_dev, stat.st_ino
 
     # --- meta and schema -------------------------------------------------------------------
 
