@@ -24,7 +24,9 @@ with avg 2048, min 512 and max 8192 bytes everywhere:
 3. cdc.compare with exact edits (both texts given) for every consecutive pair of versions
    of a URL in the corpus: median, mean, p95 and max per pair.
 4. Numba's first-call compile time, in fresh subprocesses sharing a new NUMBA_CACHE_DIR:
-   cold (compiles and writes the cache) and warm (loads it).
+   cold (compiles and writes the cache) and warm (loads it), with the JIT's kernels
+   (CDC_KERNELS=jit); and the same first call with the kernels compiled ahead of time
+   (`python -m cdc.aot`), when they are.
 
 The header also gives a yardstick for the multi-thread rows: how much faster CPU-bound
 work (sha256, which releases the GIL) runs on all cores than on one, on this machine,
@@ -517,11 +519,24 @@ print(json.dumps({
 """
 
 
-def run_child(cache_dir: str) -> dict:
-    """One fresh interpreter with NUMBA_CACHE_DIR set; returns the child's timings."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+AHEAD_OF_TIME_CHILD = """
+import json, sys, time
+start = time.perf_counter()
+import cdc
+imported = time.perf_counter()
+cdc.chunk_content(b"x" * 10000)
+first_call = time.perf_counter()
+print(json.dumps({"import": imported - start, "first_call": first_call - imported,
+                  "built": cdc.compiled.AHEAD_OF_TIME is not None, "numba": "numba" in sys.modules}))
+"""
+
+
+def run_child(cache_dir: str, code: str = CHILD, kernels: str = "jit") -> dict:
+    """One fresh interpreter with NUMBA_CACHE_DIR set and the kernels from the JIT (or as
+    `cdc.compiled` finds them: `kernels=""`); returns the child's timings."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, CDC_KERNELS=kernels)
     env.pop("NUMBA_DISABLE_JIT", None)
-    done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=False)
     if done.returncode != 0:
         fail(f"compile-time subprocess failed:\n{done.stderr}")
@@ -546,6 +561,7 @@ def measure_compile() -> None:
         after_cold = cache_files(cache_dir)
         warm = run_child(cache_dir)
         after_warm = cache_files(cache_dir)
+        ahead = run_child(cache_dir, AHEAD_OF_TIME_CHILD, kernels="")
     print("== Numba first call, fresh interpreter, NUMBA_CACHE_DIR = a new temporary directory ==")
     for label, child in (("cold (compile, write cache)", cold), ("warm (load from cache)", warm)):
         print(f"{label:<28} import cdc {child['import'] * 1e3:7.0f} ms   first chunk_content "
@@ -558,6 +574,12 @@ def measure_compile() -> None:
           f"{'unchanged' if after_warm == after_cold else 'CHANGED'} by the warm run: "
           f"cold run compiled {'yes' if compiled else 'NO'}, warm run loaded from cache "
           f"{'yes' if loaded else 'NO'}")
+    if ahead["built"]:
+        print(f"{'ahead of time (cdc.aot)':<28} import cdc {ahead['import'] * 1e3:7.0f} ms   "
+              f"first chunk_content {ahead['first_call'] * 1e3:7.0f} ms   "
+              f"Numba imported: {'yes' if ahead['numba'] else 'no'}")
+    else:
+        print("ahead of time: not built here (python -m cdc.aot)")
     print()
 
 

@@ -6,7 +6,8 @@ What is measured, in one process:
    store, everything included: `Ingester(Store(path)).run(iter_records(corpus))` with a
    fresh DuckDB file in a temporary directory each run. MB/s are of uncompressed JSONL
    (1 MB = 10^6 bytes), the median over rounds; records/s too. A warm-up ingest runs
-   first and is left out of the medians, so Numba's one-time cache load is not in them;
+   first and is left out of the medians, so one-time costs (Numba's cache load when the
+   kernels are not compiled ahead of time, the first fork) are not in them;
    its time is reported on its own line.
 2. The naive pipeline, "the seed's code with one INSERT per row": per record, the seed's
    `content_for_chunking`, its pure-Python `chunk_content` and its `compare` with the
@@ -63,6 +64,7 @@ import synthetic_store
 import cdc
 from cdc import boilerplate, sources
 from cdc.chunking import default_threads
+from cdc.compiled import AHEAD_OF_TIME
 from cdc.ingest import Ingester, IngestSummary
 from cdc.sources import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
@@ -282,7 +284,8 @@ def measure_ingest(corpus: Corpus, prefix: Corpus, rounds: int, work: Path) -> P
         print(f"{peer.name:<28} {peer.mbps:>7.2f} {f'{min(rates):.1f}-{max(rates):.1f}':>13} "
               f"{peer.corpus.records / peer.median:>10,.0f} {peer.median:>9.3f}  {peer.note}")
     print(f"first ingest in this process (warm-up, not in the medians): {first:.2f} s, "
-          f"{corpus.jsonl_bytes / 1e6 / first:.1f} MB/s: includes Numba's one-time cache load")
+          f"{corpus.jsonl_bytes / 1e6 / first:.1f} MB/s: includes one-time costs "
+          f"(kernels {'compiled ahead of time' if AHEAD_OF_TIME is not None else 'loaded from Numba cache'})")
     print(f"prefix: first {prefix.records} records, {prefix.jsonl_bytes / 1e6:.2f} MB of JSONL; "
           f"generations made: cdc {prefix_summary.new_generations}, naive {naive_summary.generations} "
           f"({naive_summary.chunk_rows:,} chunk rows, so "

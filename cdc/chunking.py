@@ -27,8 +27,8 @@ from functools import partial
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from cdc.compiled import AHEAD_OF_TIME, njit
 from cdc.native import buffer_address, byte_view, xxh3_128_into
 
 GEAR_TABLE_VERSION = "gear64-v1"
@@ -295,6 +295,10 @@ def _compact(slots, counts, records, dense):
             k += 1
 
 
+if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
+    _cut, _cut_documents, _compact = AHEAD_OF_TIME.cut, AHEAD_OF_TIME.cut_documents, AHEAD_OF_TIME.compact
+
+
 # --- public API ----------------------------------------------------------------------------
 
 
@@ -339,6 +343,10 @@ def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> list[Chu
 _bytes_entry: list = []  # `_cut`'s compiled entry point for `bytes` input, once known
 
 
+def _cut_array(data: bytes, settings: np.ndarray, records: np.ndarray) -> int:
+    return _cut(np.frombuffer(data, np.uint8), settings, records)
+
+
 def _cut_entry(data):
     """The fastest way to call `_cut` on `data`.
 
@@ -347,6 +355,8 @@ def _cut_entry(data):
     of chunking one page). Anything else, the first call, and runs without the JIT go
     through `_cut` itself.
     """
+    if AHEAD_OF_TIME is not None:  # takes arrays only
+        return _cut_array if type(data) is bytes else _cut
     if type(data) is not bytes:
         return _cut
     if not _bytes_entry:

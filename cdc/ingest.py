@@ -45,8 +45,9 @@ __all__ = [
 BATCH_RECORDS = 4_000
 BATCH_BYTES = 64 << 20  # of input
 # Of HTML, for WARC input: pages wait unextracted (cdc.warc.RawPage), and a batch's pages
-# become several times their text in Python strings and dicts where they are built. 16 MB
-# kept a 1 GB WARC ingest at about 400 MB peak with two processes; 32 MB, 437 MB.
+# become several times their text in Python strings and dicts where they are built. With
+# 16 MB, a 1 GB WARC ingest peaks at about 260 MB with two processes and the kernels
+# compiled ahead of time (380 MB with Numba's JIT loaded); 32 MB added about 50 MB.
 WARC_BATCH_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 4 << 20  # a smaller batch is not worth the trip to worker processes
 

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import xxhash
-from numba import njit
+
+from cdc.compiled import AHEAD_OF_TIME, njit
 
 NORMALIZATION_VERSION = "norm-v1"
 
@@ -80,6 +81,10 @@ def _fold_bytes(src, out):  # pragma: no cover - compiled; the tests run it with
     return n
 
 
+if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.aot`
+    _fold_bytes = AHEAD_OF_TIME.fold_bytes
+
+
 def _fold(text: str) -> bytes:
     """`normalize_text` as UTF-8 bytes. Most text takes one compiled pass over its bytes;
     regular expressions over characters and NFC run only on the text that needs them (a
@@ -94,7 +99,7 @@ def _fold(text: str) -> bytes:
                 return b" ".join(data.translate(ASCII_TABLE, ASCII_DELETE).split())
         else:
             out = np.empty(len(data), np.uint8)
-            length = _fold_bytes(data, out)
+            length = _fold_bytes(np.frombuffer(data, np.uint8) if AHEAD_OF_TIME is not None else data, out)
             if length >= 0:
                 return out[:length].tobytes()
     text = unicodedata.normalize("NFC", CLEAN.sub(_clean, text))

@@ -25,10 +25,10 @@ from itertools import zip_longest
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
+from cdc.compiled import AHEAD_OF_TIME, njit
 from cdc.native import xxh3_64_of
 
 INSERT = "insert"
@@ -198,6 +198,10 @@ def _scan_words(text, starts, stops, hashes, begins, ends, pieces):  # pragma: n
     return count
 
 
+if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.aot`
+    _scan_words = AHEAD_OF_TIME.scan_words
+
+
 def _words(text: bytes, pieces: list[list[int]]) -> Words:
     """The words of the pieces of `text`, found in one compiled pass.
 
@@ -207,9 +211,9 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
     """
     capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
     found = np.empty((4, capacity), np.uint64)
-    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
-                        np.array([end for _, end in pieces], np.int64),
-                        found[0], *found[1:].view(np.int64))
+    data = np.frombuffer(text, np.uint8) if AHEAD_OF_TIME is not None else text
+    count = _scan_words(data, np.array([start for start, _ in pieces], np.int64),
+                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
     hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
     for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
         column.frombytes(values.tobytes())  # copied: an exported buffer could not shrink

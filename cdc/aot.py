@@ -1,0 +1,90 @@
+"""Compile the kernels ahead of time into `cdc._kernels`: `python -m cdc.aot`.
+
+The same Python functions Numba's JIT compiles (see `cdc.compiled`), compiled once with
+Numba's AOT compiler (`numba.pycc`) into an extension module in the package directory,
+for this machine's CPU, as the JIT would. Needs a C compiler; takes about a minute. Run it
+again after changing a kernel: until then the JIT runs them, as a build from other sources
+is not used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# name, Numba signature, module and function compiled
+KERNELS = [
+    ("cut", "i8(u1[::1], i8[::1], i8[:, ::1])", "cdc.chunking", "_cut"),
+    ("cut_documents", "void(u8[::1], i8[::1], i8, i8, i8[::1], i8[::1], i8[:, ::1], i8[::1])",
+     "cdc.chunking", "_cut_documents"),
+    ("compact", "void(i8[::1], i8[::1], i8[:, ::1], i8[:, ::1])", "cdc.chunking", "_compact"),
+    ("fold_bytes", "i8(u1[::1], u1[::1])", "cdc.normalize", "_fold_bytes"),
+    ("scan_words", "i8(u1[::1], i8[::1], i8[::1], u8[::1], i8[::1], i8[::1], i8[::1])",
+     "cdc.refine", "_scan_words"),
+]
+
+
+def build(directory: Path) -> Path:
+    """Compile the kernels into `directory`; returns the extension module's path. Runs with
+    the JIT's definitions (CDC_KERNELS=jit), in this process."""
+    import importlib
+
+    from numba.pycc import CC, compiler
+
+    from cdc.compiled import MODULE, source_digest
+
+    class ReleasingFlags(compiler.Flags):
+        """The kernels run without the GIL, as `nogil=True` has them under the JIT, so
+        `chunk_many`'s threads chunk in parallel."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    compiler.Flags = ReleasingFlags
+    cc = CC(MODULE.rsplit(".", 1)[1])
+    cc.output_dir = str(directory)
+    cc.target_cpu = "host"
+    cc.verbose = False
+    for name, signature, module, function in KERNELS:
+        cc.export(name, signature)(getattr(importlib.import_module(module), function).py_func)
+    digest = source_digest()
+
+    def recorded_digest():  # Numba compiles the captured value in as a constant
+        return digest
+
+    cc.export("source_digest", "u8()")(recorded_digest)
+    cc.compile()
+    return next(directory.glob(f"{MODULE.rsplit('.', 1)[1]}*.so"))
+
+
+def main() -> int:
+    from cdc.compiled import PACKAGE
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as work:
+        # A fresh process with the JIT's definitions: this one may already run a build.
+        code = f"from pathlib import Path; from cdc.aot import build; print(build(Path({work!r})))"
+        env = {**os.environ, "CDC_KERNELS": "jit"}
+        env.pop("NUMBA_DISABLE_JIT", None)
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.stderr.write(result.stderr)
+            sys.stderr.write("cdc: the kernels were not compiled ahead of time; cdc runs them with "
+                             "Numba's JIT instead\n")
+            return 1
+        built = Path(result.stdout.strip().splitlines()[-1])
+        target = PACKAGE / built.name
+        shutil.copy(built, target.with_suffix(".partial"))
+        os.replace(target.with_suffix(".partial"), target)  # a process importing it sees all or none
+    print(f"compiled the kernels into {target} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
