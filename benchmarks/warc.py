@@ -11,7 +11,12 @@ data/bench/pydocs.warc.gz (one gzip member per record) with cdc.warc's writer he
 2. Extraction alone: `html_to_record` over the same pages held in memory, median of runs.
 3. Boilerplate: `cdc.boilerplate.host_boilerplate(store, "docs.python.org")` must not be
    empty (in the main-content store; the whole-page mode is reported too).
-4. With `--big`: a ~1 GB WARC.gz made by repeating the docs records under other URLs and
+4. Fetching from a loopback server (the tests' `tests/httpserver.py`, one host, no
+   politeness delay, 16 requests at a time): 1,000 URLs fetched once into a fresh store,
+   then again, `--runs` times: 900 answer 304 to the stored validators and 100 change on
+   every request. Pages per second of the repeat runs (wall time of `fetch_all`, store
+   writes included), median.
+5. With `--big`: a ~1 GB WARC.gz made by repeating the docs records under other URLs and
    dates, streamed to disk (never held in memory), then ingested by `cdc ingest` in a fresh
    process, whose peak RSS (VmHWM) is reported, with its helper process's peak, its RSS
    sampled through the run, and what importing cdc alone takes.
@@ -38,10 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cdc.boilerplate import host_boilerplate
 from cdc.chunking import default_threads
 from cdc.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
+from cdc.fetch import FetchOptions, fetch_all
 from cdc.ingest import WARC_BATCH_BYTES, Ingester
 from cdc.inputs import warc_items
 from cdc.store import Store
 from cdc.warc import WarcSummary, write_warc_response
+from tests.httpserver import TestServer
 
 DOCS = Path("/usr/share/doc/python3.11/html")
 HOST = "docs.python.org"
@@ -51,6 +58,7 @@ BIG_PATH = BENCH_DIR / "pydocs-big.warc.gz"
 BIG_BYTES = 1_000_000_000  # of HTML payload
 TARGET_MBPS = 20.0
 TARGET_RSS_MB = 300.0
+TARGET_FETCH_PAGES = 200.0  # per second, when most answers are 304
 HTML_HEADERS = [("Content-Type", "text/html; charset=utf-8")]
 
 
@@ -130,6 +138,30 @@ def extraction_alone(pages: list[Path], html_bytes: int, runs: int) -> None:
                 html_to_record(body, "https://docs.python.org/3.11/x.html", "2024-05-01", "utf-8", mode)
             times.append(time.perf_counter() - start)
         print(f"extraction alone ({mode}): {html_bytes / 1e6 / statistics.median(times):.1f} MB/s")
+
+
+def fetch_run(tmp: Path, runs: int) -> None:
+    server = TestServer().start()
+    try:
+        urls = ([server.url(f"/many/{n}") for n in range(900)]
+                + [server.url(f"/changing?copy={n}") for n in range(100)])
+        store = Store(tmp / "fetch.duckdb")
+        options = FetchOptions(politeness_delay=0, concurrency=16)
+        first = fetch_all(urls, store, options)
+        if first.fetched != len(urls):
+            raise SystemExit(f"the first fetch got {first.fetched} of {len(urls)} pages: {first.lines()}")
+        times, summary = [], first
+        for _ in range(runs):
+            start = time.perf_counter()
+            summary = fetch_all(urls, store, options)
+            times.append(time.perf_counter() - start)
+    finally:
+        server.stop()
+    rate = len(urls) / statistics.median(times)
+    print(f"fetch, loopback, {len(urls)} URLs again: {summary.not_modified} answered 304, "
+          f"{summary.new_generations} new generations; median {statistics.median(times):.2f} s, "
+          f"{rate:.0f} pages/s   target >= {TARGET_FETCH_PAGES:.0f} pages/s: "
+          f"{verdict(rate >= TARGET_FETCH_PAGES)}")
 
 
 def big_run(tmp: Path) -> None:
@@ -220,6 +252,7 @@ def main() -> int:
         for chunk in whole[:3]:
             print(f"  {chunk.pages} pages ({chunk.share:.0%}): {chunk.sample[:90]}")
 
+        fetch_run(tmp, args.runs)
         if args.big:
             big_run(tmp)
     return 0
