@@ -372,6 +372,13 @@ class Store:
             self._check_meta(connection)
             yield connection
 
+    def create(self) -> None:
+        """Make the store if it is missing, as the first write would: a writer that waits
+        for its first rows can take that cost off its first write."""
+        with self.write_lock():
+            if not self.path.exists():
+                self._create()
+
     @contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A write connection with the schema in place, inside one transaction."""
