@@ -155,7 +155,10 @@ def main() -> None:
           f"{writer_seconds:.2f} s = {shared:,.0f} rows/s ({rows_per_version:.1f} rows per new page "
           "version here: most versions are past the 3 that keep chunk rows)")
     alone, appended = writer_alone(batches, args.appends)
-    print(f"single writer alone, {args.appends} x {len(batches)} batches into one store growing to "
+    per_batch = sum(batch.generations.num_rows + batch.chunks.num_rows + batch.changes.num_rows
+                    for batch in batches) / len(batches)
+    print(f"single writer alone, {args.appends} x {len(batches)} transactions of {per_batch:,.0f} rows "
+          f"(one dask-2 run's) into one store growing to "
           f"{appended:,} rows: median {alone:,.0f} rows/s")
     # A crawl's first ingest of a page writes its generation row, its change row and all its
     # chunk rows: as many as a retained generation of this corpus has, on average.
