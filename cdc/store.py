@@ -864,11 +864,15 @@ class Store:
                          with_samples: bool = False) -> list[tuple]:
         """Digests on more than `share` of a host's pages (latest generations), at least
         `min_pages` of them: digest, pages, share, and one place to cut a sample from (and,
-        `with_samples`, the sample's bytes, read through the same connection)."""
+        `with_samples`, the sample's bytes, read through the same connection). The place
+        carries the chunk's offset, summed here from the host's chunk rows that the count
+        reads anyway, so a sample costs one lookup of its text."""
         with self.reading() as connection:
             rows = connection.execute("""
                 WITH latest AS (
-                    SELECT c.natural_key, c.generation, c.chunk_index, c.digest
+                    SELECT c.natural_key, c.generation, c.chunk_index, c.digest, c.length,
+                           sum(c.length) OVER (PARTITION BY c.natural_key ORDER BY c.chunk_index)
+                             - c.length AS offset
                     FROM content_chunks c JOIN pages p
                       ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
                     WHERE p.host = ?
@@ -877,19 +881,31 @@ class Store:
                 counted AS (
                     SELECT digest, count(DISTINCT natural_key) AS pages,
                            min(struct_pack(natural_key := natural_key, generation := generation,
-                                           chunk_index := chunk_index)) AS sample
+                                           chunk_index := chunk_index, "offset" := "offset",
+                                           length := length)) AS sample
                     FROM latest GROUP BY digest
                 )
                 SELECT c.digest, c.pages, c.pages / h.pages AS share,
                        c.sample.natural_key, c.sample.generation, c.sample.chunk_index
+                       {extra}
                 FROM counted c, host_size h
                 WHERE c.pages >= ? AND c.pages > ? * h.pages
                 ORDER BY c.pages DESC, c.digest
-            """, [host, host, min_pages, share]).fetchall()
+            """.format(extra=', c.sample."offset", c.sample.length' if with_samples else ""),
+                [host, host, min_pages, share]).fetchall()
             if not with_samples:
                 return rows
-            samples = self.chunk_texts([row[3:6] for row in rows], connection)
-        return [(*row, sample) for row, sample in zip(rows, samples)]
+            texts = self._texts(connection, {(row[3], row[4]) for row in rows})
+        return [(*row[:6], None if (text := texts.get((row[3], row[4]))) is None
+                 else text[row[6]:row[6] + row[7]]) for row in rows]
+
+    def _texts(self, connection: duckdb.DuckDBPyConnection,
+               wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
+        """The UTF-8 texts of retained generations, by (natural_key, generation)."""
+        keys = sorted({key for key, _ in wanted})
+        return {(key, generation): text for key, generation, text in _by_keys(connection, """
+            SELECT natural_key, generation, encode(text) FROM generations WHERE natural_key IN ({keys})
+        """, keys, lambda row: (row[0], row[1]) in wanted and row[2] is not None)}
 
     def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
         return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
@@ -933,9 +949,7 @@ class Store:
         wanted = {(key, generation) for key, generation, _ in places}
         keys = sorted({key for key, _ in wanted})
         # Two lookups by key for all the places (indexed), not two per page.
-        texts = {(key, generation): text for key, generation, text in _by_keys(connection, """
-            SELECT natural_key, generation, encode(text) FROM generations WHERE natural_key IN ({keys})
-        """, keys, lambda row: (row[0], row[1]) in wanted and row[2] is not None)}
+        texts = self._texts(connection, wanted)
         lengths: dict[tuple[str, int], list[tuple[int, int]]] = {}
         for key, generation, index, length in _by_keys(connection, """
             SELECT natural_key, generation, chunk_index, length FROM content_chunks

@@ -8,6 +8,7 @@ import json
 
 import duckdb
 import pytest
+import xxhash
 
 from cdc import SPEC
 from cdc import store as store_module
@@ -186,6 +187,9 @@ def test_boilerplate_per_host_across_hosts_and_reverse_lookup(store):
     assert all(c.pages == 6 and c.share == 1.0 for c in chunks)
     frame = " ".join((crawlgen.NAVIGATION + " " + crawlgen.FOOTER).split())
     assert all(c.sample.rstrip("…") in frame for c in chunks)
+    # Each sample is cut at its chunk's own offset: its bytes are what the digest is of.
+    samples = store.host_boilerplate("shop0.example", 0.05, 3, with_samples=True)
+    assert samples and all(xxhash.xxh3_128_digest(row[-1]) == row[0] for row in samples)
     shared = shared_across_hosts(store)
     assert {tuple(c.hosts) for c in shared} == {("shop0.example", "shop1.example")}
     holders = store.pages_with_digest(chunks[0].digest)
