@@ -343,10 +343,6 @@ def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> list[Chu
 _bytes_entry: list = []  # `_cut`'s compiled entry point for `bytes` input, once known
 
 
-def _cut_array(data: bytes, settings: np.ndarray, records: np.ndarray) -> int:
-    return _cut(np.frombuffer(data, np.uint8), settings, records)
-
-
 def _cut_entry(data):
     """The fastest way to call `_cut` on `data`.
 
@@ -355,8 +351,8 @@ def _cut_entry(data):
     of chunking one page). Anything else, the first call, and runs without the JIT go
     through `_cut` itself.
     """
-    if AHEAD_OF_TIME is not None:  # takes arrays only
-        return _cut_array if type(data) is bytes else _cut
+    if AHEAD_OF_TIME is not None:  # an entry point for each type
+        return AHEAD_OF_TIME.cut_bytes if type(data) is bytes else _cut
     if type(data) is not bytes:
         return _cut
     if not _bytes_entry:

@@ -99,7 +99,7 @@ def _fold(text: str) -> bytes:
                 return b" ".join(data.translate(ASCII_TABLE, ASCII_DELETE).split())
         else:
             out = np.empty(len(data), np.uint8)
-            length = _fold_bytes(np.frombuffer(data, np.uint8) if AHEAD_OF_TIME is not None else data, out)
+            length = _fold_bytes(data, out)
             if length >= 0:
                 return out[:length].tobytes()
     text = unicodedata.normalize("NFC", CLEAN.sub(_clean, text))

@@ -211,8 +211,7 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
     """
     capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
     found = np.empty((4, capacity), np.uint64)
-    data = np.frombuffer(text, np.uint8) if AHEAD_OF_TIME is not None else text
-    count = _scan_words(data, np.array([start for start, _ in pieces], np.int64),
+    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
                         np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
     hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
     for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
