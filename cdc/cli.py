@@ -20,6 +20,7 @@ from cdc import __version__
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
+from cdc.compiled import AHEAD_OF_TIME
 from cdc.errors import CdcError
 from cdc.export import write_changes_csv
 from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
@@ -463,7 +464,9 @@ def _add_size_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc", description="Which part of a page changed between two crawls, and how much.")
-    parser.add_argument("--version", action="version", version=f"cdc {__version__}")
+    kernels = ("kernels compiled ahead of time" if AHEAD_OF_TIME is not None
+               else "kernels from Numba's JIT; see python -m cdc.aot")
+    parser.add_argument("--version", action="version", version=f"cdc {__version__} ({kernels})")
     parser.add_argument("--db", metavar="PATH", help=f"the store (default: $CDC_DB, else {DEFAULT_DB})")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 

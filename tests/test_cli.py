@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from cdc import __version__, chunk_content
+from cdc.compiled import AHEAD_OF_TIME
 from tests import textgen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,10 +20,14 @@ def cdc(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
                           capture_output=True, timeout=120)
 
 
-def test_version():
+def test_version_says_where_the_kernels_come_from():
     result = cdc("--version")
     assert result.returncode == 0
-    assert result.stdout.decode().strip() == f"cdc {__version__}"
+    kernels = "compiled ahead of time" if AHEAD_OF_TIME is not None else "from Numba's JIT"
+    assert result.stdout.decode().startswith(f"cdc {__version__} (kernels {kernels}")
+    jit = subprocess.run([sys.executable, "-m", "cdc", "--version"], capture_output=True, timeout=120,
+                         env={**os.environ, "CDC_KERNELS": "jit"})
+    assert "kernels from Numba's JIT" in jit.stdout.decode()
 
 
 def test_chunk_prints_every_chunk_of_a_file(tmp_path):
