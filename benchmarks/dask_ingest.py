@@ -155,8 +155,7 @@ def main() -> None:
           f"{writer_seconds:.2f} s = {shared:,.0f} rows/s ({rows_per_version:.1f} rows per new page "
           "version here: most versions are past the 3 that keep chunk rows)")
     alone, appended = writer_alone(batches, args.appends)
-    per_batch = sum(batch.generations.num_rows + batch.chunks.num_rows + batch.changes.num_rows
-                    for batch in batches) / len(batches)
+    per_batch = sum(batch.rows for batch in batches) / len(batches)
     print(f"single writer alone, {args.appends} x {len(batches)} transactions of {per_batch:,.0f} rows "
           f"(one dask-2 run's) into one store growing to "
           f"{appended:,} rows: median {alone:,.0f} rows/s")
@@ -183,7 +182,7 @@ def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
                 renamed = WriteBatch(*(_renamed(table, round_) for table in
                                        (batch.pages, batch.generations, batch.chunks, batch.changes,
                                         batch.checked)))
-                rows = renamed.generations.num_rows + renamed.chunks.num_rows + renamed.changes.num_rows
+                rows = renamed.rows
                 started = time.perf_counter()
                 with store.writing() as connection:
                     store.write(connection, renamed)

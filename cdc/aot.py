@@ -93,9 +93,9 @@ def main() -> int:
                              "Numba's JIT instead\n")
             return 1
         built = Path(result.stdout.strip().splitlines()[-1])
-        target = PACKAGE / built.name
-        shutil.copy(built, target.with_suffix(".partial"))
-        os.replace(target.with_suffix(".partial"), target)  # a process importing it sees all or none
+        target, partial = PACKAGE / built.name, PACKAGE / (built.name + ".partial")
+        shutil.copy(built, partial)
+        os.replace(partial, target)  # a process importing it sees all or none
     print(f"compiled the kernels into {target} in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
-from cdc.ingest import IngestSummary, mark_revisits
+from cdc.ingest import IngestSummary, mark_revisits, share_out
 from cdc.observations import (
     ShardReport,
     build_partition,
@@ -116,7 +116,7 @@ def _partitions(client, files: Sequence[str]) -> int:
     """One partition per worker, or per PARTITION_INPUT_BYTES of input if that is more; and
     two at least, so that one worker's writes overlap its next compare. Each partition
     costs the writer a transaction and the shuffle a pick per shard."""
-    workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    workers = max(1, len(_workers(client)))
     size = sum(os.path.getsize(name) for name in files if os.path.isfile(name))
     return max(2, workers, size // PARTITION_INPUT_BYTES + 1)
 
@@ -195,8 +195,7 @@ def _finished_together(client, futures: list) -> Iterator[list[tuple]]:
 
 
 def _concatenated(batches: list[WriteBatch]) -> WriteBatch:
-    """Partitions that finished together, written as one transaction: each costs a
-    connection and a checkpoint (about 50 ms here) whatever its size."""
+    """Partitions that finished together, as one transaction's rows (see _finished_together)."""
     if len(batches) == 1:
         return batches[0]
     return WriteBatch(*(pa.concat_tables([getattr(batch, name) for batch in batches])
@@ -226,9 +225,12 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
     builds = []
     exists = store.path.exists()
     policy = store.retention() if exists else RetentionPolicy()
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-    loads = dict.fromkeys(workers, 0)
-    for buckets, size in _deal(reports, count):
+    dealt = _deal(reports, count)
+    workers = _workers(client)
+    owner = {number: worker for worker, share in zip(workers, share_out([size for _, size in dealt],
+                                                                        len(workers)) if workers else [])
+             for number in share}
+    for number, (buckets, _) in enumerate(dealt):
         # A worker runs one task at a time: picks go first, so a compare task elsewhere never
         # waits for its tables behind a compare task running where they are.
         tables = [client.submit(partition_table, shard, buckets, pure=False, priority=1)
@@ -239,27 +241,26 @@ def _submit_builds(client, store: Store, observed: list, reports: list[ShardRepo
             with store.reading() as connection:
                 states = store.page_states(connection, keys)
                 known = store.known_versions(connection, keys)
-        worker = min(workers, key=loads.__getitem__) if workers else None
-        if worker:
-            loads[worker] += size
-        placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        placement = {"workers": [owner[number]], "allow_other_workers": True} if number in owner else {}
         builds.append(client.submit(build_partition, tables, states, known, policy, params, pure=False,
                                     **placement))
     return builds
 
 
+def _workers(client) -> list[str]:
+    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+
 def _deal(reports: list[ShardReport], count: int) -> list[tuple[list[int], int]]:
-    """The buckets dealt into `count` partitions, largest first to the lightest, as (buckets,
-    bytes of text); partitions left without rows are dropped. Largest partition first."""
+    """The buckets that hold rows, dealt into `count` partitions by bytes of text
+    (`share_out`), as (buckets, bytes of text), largest partition first; partitions left
+    without buckets are dropped."""
     buckets = len(reports[0].sizes) if reports else 0
     sizes = [sum(report.sizes[bucket] for report in reports) for bucket in range(buckets)]
-    rows = [sum(report.rows[bucket] for report in reports) for bucket in range(buckets)]
-    partitions: list[tuple[list[int], int]] = [([], 0) for _ in range(count)]
-    for bucket in sorted((b for b in range(buckets) if rows[b]), key=lambda b: -sizes[b]):
-        lightest = min(range(count), key=lambda p: partitions[p][1])
-        members, size = partitions[lightest]
-        partitions[lightest] = ([*members, bucket], size + sizes[bucket])
-    return sorted((part for part in partitions if part[0]), key=lambda part: -part[1])
+    filled = [bucket for bucket in range(buckets) if any(report.rows[bucket] for report in reports)]
+    partitions = [([filled[i] for i in share], sum(sizes[filled[i]] for i in share))
+                  for share in share_out([sizes[bucket] for bucket in filled], count) if share]
+    return sorted(partitions, key=lambda part: -part[1])
 
 
 def _load(store: Store, batch: WriteBatch, summary: ClusterSummary, partitions: int) -> None:
@@ -268,5 +269,5 @@ def _load(store: Store, batch: WriteBatch, summary: ClusterSummary, partitions: 
         store.write(connection, batch)
     summary.write_seconds += time.perf_counter() - started
     summary.written += partitions
-    summary.rows += batch.generations.num_rows + batch.chunks.num_rows + batch.changes.num_rows
+    summary.rows += batch.rows
     summary.ingest.batches += 1

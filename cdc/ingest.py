@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -39,6 +39,7 @@ __all__ = [
     "outcome_tables",
     "parse_time",
     "plan_pages",
+    "share_out",
     "triage",
 ]
 
@@ -190,6 +191,18 @@ def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
     return columns.tables()
 
 
+def share_out(weights: Sequence[int], bins: int) -> list[list[int]]:
+    """Indexes of `weights` dealt into `bins` of about equal total: heaviest first, each to
+    the lightest bin so far (the first of equals). Each bin's indexes come heaviest first."""
+    shares: list[list[int]] = [[] for _ in range(bins)]
+    loads = [0] * bins
+    for number in sorted(range(len(weights)), key=lambda n: -weights[n]):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(number)
+        loads[lightest] += weights[number]
+    return shares
+
+
 def _weight(work: PageWork) -> int:
     return sum(record.size for record in work.records) + len(work.state.text or b"" if work.state else b"")
 
@@ -335,13 +348,7 @@ class Ingester:
 
         if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
             return build_pages([parsed_here(work) for work in pages], self.params)
-        slices: list[list[int]] = [[] for _ in range(self.workers)]
-        loads = [0] * self.workers
-        for number in sorted(range(len(pages)), key=lambda n: -_weight(pages[n])):
-            lightest = loads.index(min(loads))
-            slices[lightest].append(number)
-            loads[lightest] += _weight(pages[number])
-        slices = [part for part in slices if part]
+        slices = [part for part in share_out([_weight(work) for work in pages], self.workers) if part]
         if self._pool is None:
             chunk_content(b"warm")  # load the compiled kernels once, before forking
             self._pool = ProcessPoolExecutor(self.workers - 1,

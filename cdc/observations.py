@@ -21,10 +21,11 @@ records, so ties between equal fetch times break the same way in both.
 
 from __future__ import annotations
 
+import functools
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +42,7 @@ from cdc.urls import host_of
 from cdc.versions import Pending, Prepared, build_pages, content_of
 from cdc.warc import Revisit, WarcSummary
 
+T = TypeVar("T")
 SHARD_SHIFT = 40  # a shard holds fewer than 2**40 records
 OBSERVE_BATCH = 2_000  # records normalised and chunked together (chunk_many's fixed cost)
 
@@ -52,6 +54,7 @@ OBSERVATION_SCHEMA = pa.schema([
     ("chunk_offsets", pa.list_(pa.int64())), ("chunk_lengths", pa.list_(pa.int32())),
     ("chunk_digests", pa.list_(pa.binary())),
 ])
+_KEY, _TEXT = OBSERVATION_SCHEMA.get_field_index("natural_key"), OBSERVATION_SCHEMA.get_field_index("text")
 
 
 def bucket_of(natural_key: str, buckets: int) -> int:
@@ -84,21 +87,25 @@ class Observed:
     starts: np.ndarray
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for one task. A task makes hundreds of thousands of
+def collector_paused(task: Callable[..., T]) -> Callable[..., T]:
+    """`task` run with Python's cycle collector off. A task makes hundreds of thousands of
     objects and no cycles, and each full collection it set off walked the whole worker
     process too (Dask's state, every module): some tasks took two or three times as long."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    @functools.wraps(task)
+    def paused(*args, **kwargs) -> T:
+        if not gc.isenabled():
+            return task(*args, **kwargs)
+        gc.disable()
+        try:
+            return task(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
 
 
+@collector_paused
 def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
                   params: ChunkParams = DEFAULT_PARAMS) -> tuple[ShardReport, Observed]:
     """Read shard `index` (the file `name`) into observations, in `buckets` buckets.
@@ -107,12 +114,6 @@ def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
     part-way, comes back as `failure` with the observations made before it, so one bad
     shard does not stop the others.
     """
-    with collector_paused():
-        return _observe_shard(index, name, buckets, mode, params)
-
-
-def _observe_shard(index: int, name: str, buckets: int, mode: str,
-                   params: ChunkParams) -> tuple[ShardReport, Observed]:
     report = ShardReport(name)
     columns: list[list] = [[] for _ in OBSERVATION_SCHEMA]
     waiting: list[tuple] = []
@@ -136,14 +137,14 @@ def _observe_shard(index: int, name: str, buckets: int, mode: str,
         _observe(waiting, columns, params)
     except Exception as exc:  # any failure is this shard's, reported with its name
         report.failure = one_line(str(exc) or type(exc).__name__)
-    bucket = np.array([bucket_of(key, buckets) for key in columns[0]], np.int64)
+    bucket = np.array([bucket_of(key, buckets) for key in columns[_KEY]], np.int64)
     order = np.argsort(bucket, kind="stable")
     table = pa.Table.from_arrays([pa.array(values, column.type)
                                   for values, column in zip(columns, OBSERVATION_SCHEMA)],
                                  schema=OBSERVATION_SCHEMA).take(order)
     rows = np.bincount(bucket, minlength=buckets)
     report.rows = rows.tolist()
-    report.sizes = np.bincount(bucket, np.array(list(map(len, columns[10])), np.float64),
+    report.sizes = np.bincount(bucket, np.array(list(map(len, columns[_TEXT])), np.float64),
                                minlength=buckets).astype(np.int64).tolist()
     return report, Observed(table, np.concatenate([[0], np.cumsum(rows)]))
 
@@ -183,17 +184,12 @@ def partition_keys(tables: list[pa.Table]) -> list[str]:
     return sorted(keys)
 
 
+@collector_paused
 def build_partition(tables: list[pa.Table], states: dict[str, PageState], known: dict[str, set[bytes]],
                     policy: RetentionPolicy,
                     params: ChunkParams = DEFAULT_PARAMS) -> tuple[WriteBatch, IngestSummary]:
     """The rows one partition's pages add, from their observations in every shard and what
     the store holds of them (`states`, `known`: `Store.page_states`, `Store.known_versions`)."""
-    with collector_paused():
-        return _build_partition(tables, states, known, policy, params)
-
-
-def _build_partition(tables: list[pa.Table], states: dict[str, PageState], known: dict[str, set[bytes]],
-                     policy: RetentionPolicy, params: ChunkParams) -> tuple[WriteBatch, IngestSummary]:
     observations = pa.concat_tables(tables)  # shards in input order, each in its own order
     rows = zip(*(observations.column(name).to_pylist() for name in OBSERVATION_SCHEMA.names))
     entries = []

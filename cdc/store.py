@@ -180,6 +180,11 @@ class WriteBatch:
     changes: pa.Table
     checked: pa.Table  # natural_key, last_checked: pages seen again with identical content
 
+    @property
+    def rows(self) -> int:
+        """Rows appended: generations, chunk rows and change rows."""
+        return self.generations.num_rows + self.chunks.num_rows + self.changes.num_rows
+
 
 def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
               wanted: set[int]) -> dict[int, Version]:
@@ -383,8 +388,7 @@ class Store:
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A write connection with the schema in place, inside one transaction."""
         with self.write_lock():
-            if not self.path.exists():
-                self._create()
+            self.create()
             with self._connect(write=True) as connection:
                 # Checked once per file: a store replaced since (a compaction, another
                 # process's new store) is a new inode, and is checked again.

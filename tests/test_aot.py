@@ -20,21 +20,24 @@ ROOT = Path(__file__).resolve().parents[1]
 built = pytest.mark.skipif(cdc.compiled.AHEAD_OF_TIME is None,
                            reason="kernels not compiled ahead of time here: run python -m cdc.aot")
 
+
+def answers(texts: list[bytes]) -> dict:
+    """What the kernels make of `texts`, in this process, as JSON-ready lists."""
+    return {
+        "chunks": [[[c.offset, c.length, c.hex] for c in chunk_content(t)] for t in texts],
+        "many": [[[c.offset, c.length, c.hex] for c in chunks] for chunks in chunk_many(texts)],
+        "folded": [normalize_text(t.decode("utf-8", "replace")) for t in texts],
+        "words": [word_table(t, [[0, len(t) // 2], [len(t) // 2, len(t)]]) for t in texts],
+    }
+
+
 PROBE = """
 import json, sys
-from cdc import chunk_content, chunk_many
-from cdc.normalize import normalize_text
-from cdc.refine import word_table
 import cdc.compiled
+from tests.test_aot import answers
 texts = [bytes.fromhex(h) for h in json.loads(sys.stdin.read())]
-print(json.dumps({
-    "ahead_of_time": cdc.compiled.AHEAD_OF_TIME is not None,
-    "numba": "numba" in sys.modules,
-    "chunks": [[[c.offset, c.length, c.hex] for c in chunk_content(t)] for t in texts],
-    "many": [[[c.offset, c.length, c.hex] for c in chunks] for chunks in chunk_many(texts)],
-    "folded": [normalize_text(t.decode("utf-8", "replace")) for t in texts],
-    "words": [word_table(t, [[0, len(t) // 2], [len(t) // 2, len(t)]]) for t in texts],
-}))
+print(json.dumps({"ahead_of_time": cdc.compiled.AHEAD_OF_TIME is not None, "numba": "numba" in sys.modules,
+                  **answers(texts)}))
 """
 
 
@@ -53,13 +56,8 @@ def test_ahead_of_time_kernels_answer_as_the_jit_does_and_numba_stays_unloaded()
     ahead, jit = probe("", texts), probe("jit", texts)
     assert ahead["ahead_of_time"] and not ahead["numba"]
     assert not jit["ahead_of_time"] and jit["numba"]
-    assert {key: ahead[key] for key in ("chunks", "many", "folded", "words")} == \
-        {key: jit[key] for key in ("chunks", "many", "folded", "words")}
-    # and this process (ahead of time) agrees with both
-    assert [[[c.offset, c.length, c.hex] for c in chunk_content(t)] for t in texts] == jit["chunks"]
-    assert [[[c.offset, c.length, c.hex] for c in chunks] for chunks in chunk_many(texts)] == jit["many"]
-    assert [normalize_text(t.decode("utf-8", "replace")) for t in texts] == jit["folded"]
-    assert [word_table(t, [[0, len(t) // 2], [len(t) // 2, len(t)]]) for t in texts] == jit["words"]
+    ours = answers(texts)  # this process: ahead of time too
+    assert {key: ahead[key] for key in ours} == {key: jit[key] for key in ours} == ours
 
 
 @built
