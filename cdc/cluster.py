@@ -4,13 +4,14 @@
    Arrow table whose rows are in buckets by a hash of the natural key
    (`cdc.observations.observe_shard`), BUCKETS_PER_PARTITION buckets per partition.
 2. **Shuffle.** When every shard is read, the buckets are dealt into partitions of about
-   equal text, by the sizes the shards report. For each partition, a small task on the
-   worker holding a shard's output picks that partition's rows, so only those move. This
+   equal text, by the sizes the shards report, and each partition to a worker. For each
+   partition, one small task on every other worker picks its rows out of the shards that
+   worker holds, so only those rows move, and one task per worker, not per shard. This
    process reads from the store what it knows of each partition's pages.
-3. **Compare.** One task per partition gets its tables from every shard, in input order,
-   with the pages' stored state, and builds generations, chunk rows and change rows with
-   exact edits (`cdc.observations.build_partition`), the same code the single-process
-   ingest runs.
+3. **Compare.** One task per partition, on its worker, takes its rows picked elsewhere and
+   its buckets of the shards held there, with the pages' stored state, and builds
+   generations, chunk rows and change rows with exact edits
+   (`cdc.observations.build_partition`), the same code the single-process ingest runs.
 4. **Load.** This process is the store's single writer: it appends each partition's rows
    as soon as they arrive, one transaction per partition (or per group of partitions that
    finish together), holding the store's write lock for the run.
@@ -115,10 +116,31 @@ def local_cluster(workers: int, dashboard_address: str | None = ":8787"):
 def _partitions(client, files: Sequence[str]) -> int:
     """One partition per worker, or per PARTITION_INPUT_BYTES of input if that is more; and
     two at least, so that one worker's writes overlap its next compare. Each partition
-    costs the writer a transaction and the shuffle a pick per shard."""
+    costs the writer a transaction and the shuffle a pick per worker."""
     workers = max(1, len(_workers(client)))
-    size = sum(os.path.getsize(name) for name in files if os.path.isfile(name))
+    size = sum(map(_file_size, files))
     return max(2, workers, size // PARTITION_INPUT_BYTES + 1)
+
+
+def _file_size(name: str) -> int:
+    return os.path.getsize(name) if os.path.isfile(name) else 0
+
+
+def _shard_weight(name: str) -> int:
+    """About how much a shard holds to read: a gzip file's uncompressed size, from its
+    trailer, else the file's size (0 if this process cannot see it).
+
+    The trailer gives the last gzip member's size (modulo 4 GiB): the whole file's for a
+    file compressed in one piece (JSONL.gz, where compression ratios differ fivefold between
+    shards of the same crawl), only the last record's for a WARC.gz compressed record by
+    record, which is then less than the file's size and is not used.
+    """
+    size = _file_size(name)
+    if size < 18 or not name.endswith(".gz"):  # 18: the smallest gzip file
+        return size
+    with open(name, "rb") as stream:
+        stream.seek(-4, os.SEEK_END)
+        return max(size, int.from_bytes(stream.read(4), "little"))
 
 
 def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MAIN_CONTENT,
@@ -134,17 +156,27 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
 
     summary = ClusterSummary(shards=len(files), partitions=partitions or _partitions(client, files))
     count = summary.partitions
-    observed = [client.submit(observe_shard, index, name, count * BUCKETS_PER_PARTITION, mode, params,
-                              pure=False)
-                for index, name in enumerate(files)]
+    stored = store.path.exists()  # else there is nothing to look up
+    # Largest shards first, so that the small ones at the end even out when the workers
+    # finish. Submitted in that order too: Dask hands the first few to workers at once.
+    weights = [_shard_weight(name) for name in files]
+    largest_first = sorted(range(len(files)), key=lambda index: -weights[index])
+    submitted = {index: client.submit(observe_shard, index, files[index], count * BUCKETS_PER_PARTITION,
+                                      mode, params, pure=False, priority=-rank)
+                 for rank, index in enumerate(largest_first)}
+    observed = [submitted[index] for index in range(len(files))]
     reports: list[ShardReport | None] = [None] * len(files)
     pending = list(observed)  # what to cancel if this stops early
     try:
-        report_futures = {client.submit(shard_report, shard, pure=False): number
+        # While the shards are read: made by the first write, a new store would add 40 ms to
+        # it, at the end of the run if the partitions end together; made later, it would
+        # slow the shuffle.
+        store.create()
+        # Ahead of the shards still waiting, so progress shows each shard as it is read.
+        report_futures = {client.submit(shard_report, shard, pure=False, priority=1): number
                           for number, shard in enumerate(observed)}
         pending += report_futures
-        # On this client's loop: see _finished_together.
-        for future in as_completed(report_futures, loop=client.loop):
+        for future in as_completed(report_futures, loop=client.loop):  # this loop: see below
             report = reports[report_futures[future]] = future.result()
             _add_report(summary, report)
             if on_progress:
@@ -152,20 +184,17 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
         with store.write_lock():
             if summary.warc is not None:
                 store.claim_extraction_mode(mode)
-            pending = _submit_builds(client, store, observed, reports, count, params)
-            # While the rows move to the compare tasks: made by the first write, a new store
-            # would add 40 ms to it, at the end of the run if the partitions end together.
-            store.create()
+            pending = _submit_builds(client, store if stored else None, observed, reports, count, params)
             # Only the compare tasks are held from here: Dask frees each shard's observations
-            # once every partition has taken its part, and still recomputes any a dead worker
+            # once the tasks that use them have run, and still recomputes any a dead worker
             # held while a compare task needs them.
             del observed, report_futures
-            for done in _finished_together(client, pending):
-                batch = _concatenated([result[0] for _, result in done])
-                for future, (_, built) in done:
-                    future.release()
-                    summary.ingest.merge(built)
-                _load(store, batch, summary, len(done))
+            # On this client's loop: as_completed watches the default client's loop unless
+            # told, and with two clients in one process (a notebook's, and this one) it could
+            # wait forever.
+            finished = as_completed(pending, with_results=True, loop=client.loop)
+            for done in finished.batches():
+                batch = _load(store, done, finished, summary)
                 if on_write:
                     on_write(batch)
                 if on_progress:
@@ -176,26 +205,37 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
     return summary
 
 
-def _finished_together(client, futures: list) -> Iterator[list[tuple]]:
-    """The compare tasks' (future, result) pairs in groups to write in one transaction: what
-    has finished, and what finishes within LINGER_SECONDS after it while others still run.
-    Partitions dealt to be equal tend to end together; each transaction costs the writer a
-    connection and a checkpoint (about 35 ms), and at the end of a run no compare hides it.
-    """
-    from distributed import as_completed
+def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary) -> WriteBatch:
+    """Append the rows of the compare tasks in `done` ((future, result) pairs), and of those
+    in `finished` that end within LINGER_SECONDS while others still run, in one transaction.
 
-    # as_completed watches the default client's event loop unless told: with two clients in
-    # one process (a notebook's, and this one) it could wait forever.
-    finished = as_completed(futures, with_results=True, loop=client.loop)
-    for done in finished.batches():
-        deadline = time.monotonic() + LINGER_SECONDS
-        while not finished.is_empty() and not finished.has_ready() and time.monotonic() < deadline:
+    Partitions dealt to be equal tend to end together, and each transaction costs the writer
+    a connection and a checkpoint (about 35 ms), which at the end of a run no compare hides.
+    The connection is opened first: the wait hides its cost.
+    """
+    started = time.perf_counter()
+    with store.writing() as connection:
+        waiting = time.perf_counter()
+        deadline = waiting + LINGER_SECONDS
+        while not finished.is_empty() and not finished.has_ready() and time.perf_counter() < deadline:
             time.sleep(0.005)
-        yield done + finished.next_batch(block=False)
+        if LINGER_SECONDS > 0:
+            done = done + finished.next_batch(block=False)
+        waited = time.perf_counter() - waiting
+        batch = _concatenated([result[0] for _, result in done])
+        store.write(connection, batch)
+    summary.write_seconds += time.perf_counter() - started - waited
+    for future, (_, built) in done:
+        future.release()
+        summary.ingest.merge(built)
+    summary.written += len(done)
+    summary.rows += batch.rows
+    summary.ingest.batches += 1
+    return batch
 
 
 def _concatenated(batches: list[WriteBatch]) -> WriteBatch:
-    """Partitions that finished together, as one transaction's rows (see _finished_together)."""
+    """Partitions that finished together, as one transaction's rows (see _load)."""
     if len(batches) == 1:
         return batches[0]
     return WriteBatch(*(pa.concat_tables([getattr(batch, name) for batch in batches])
@@ -214,37 +254,56 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
         summary.warc.add(report.warc)
 
 
-def _submit_builds(client, store: Store, observed: list, reports: list[ShardReport], count: int,
+def _submit_builds(client, store: Store | None, observed: list, reports: list[ShardReport], count: int,
                    params: ChunkParams) -> list:
-    """One compare task per partition, given what the store holds of its pages.
+    """One compare task per partition, given what the store holds of its pages (nothing, if
+    `store` is None: a new one).
 
     Each task is placed on the least loaded worker, by bytes of text: left to itself, Dask
     puts a task where most of its input already is, which can stack every partition on one
     worker. The placement is a preference, so another worker takes over if that one dies.
     """
     builds = []
-    exists = store.path.exists()
-    policy = store.retention() if exists else RetentionPolicy()
+    policy = store.retention() if store else RetentionPolicy()
     dealt = _deal(reports, count)
     workers = _workers(client)
     owner = {number: worker for worker, share in zip(workers, share_out([size for _, size in dealt],
                                                                         len(workers)) if workers else [])
              for number in share}
+    held = _held_by_worker(client, observed)
     for number, (buckets, _) in enumerate(dealt):
+        worker = owner.get(number)
         # A worker runs one task at a time: picks go first, so a compare task elsewhere never
-        # waits for its tables behind a compare task running where they are.
-        tables = [client.submit(partition_table, shard, buckets, pure=False, priority=1)
-                  for shard in observed]
+        # waits for its rows behind a compare task running where they are.
+        picked = [client.submit(partition_table, shards, buckets, pure=False, priority=1, **_preferring(other))
+                  for other, shards in held.items() if other != worker]
+        local = held.get(worker, [])
         states, known = {}, {}
-        if exists:  # what the store holds of these pages, asked one partition at a time
-            keys = client.submit(partition_keys, tables, pure=False, priority=1).result()
+        if store:  # what the store holds of these pages, asked one partition at a time
+            keys = client.submit(partition_keys, picked, local, buckets, pure=False, priority=1).result()
             with store.reading() as connection:
                 states = store.page_states(connection, keys)
                 known = store.known_versions(connection, keys)
-        placement = {"workers": [owner[number]], "allow_other_workers": True} if number in owner else {}
-        builds.append(client.submit(build_partition, tables, states, known, policy, params, pure=False,
-                                    **placement))
+        builds.append(client.submit(build_partition, picked, local, buckets, states, known, policy, params,
+                                    pure=False, **_preferring(worker)))
     return builds
+
+
+def _held_by_worker(client, observed: list) -> dict[str | None, list]:
+    """The shards' outputs grouped by the worker holding each, so that a partition's rows
+    are picked out of them by one task per worker, not one per shard (a crawl's thousands
+    of shards times its partitions would swamp the scheduler). A pick prefers its worker
+    but runs elsewhere if that worker is gone, after Dask has made the shards again."""
+    holders = client.who_has(observed)
+    held: dict[str | None, list] = {}
+    for shard in observed:
+        held.setdefault(min(holders.get(shard.key) or [None]), []).append(shard)
+    return held
+
+
+def _preferring(worker: str | None) -> dict:
+    """Placement on `worker` as a preference: any other worker may take the task."""
+    return {"workers": [worker], "allow_other_workers": True} if worker else {}
 
 
 def _workers(client) -> list[str]:
@@ -261,13 +320,3 @@ def _deal(reports: list[ShardReport], count: int) -> list[tuple[list[int], int]]
     partitions = [([filled[i] for i in share], sum(sizes[filled[i]] for i in share))
                   for share in share_out([sizes[bucket] for bucket in filled], count) if share]
     return sorted(partitions, key=lambda part: -part[1])
-
-
-def _load(store: Store, batch: WriteBatch, summary: ClusterSummary, partitions: int) -> None:
-    started = time.perf_counter()
-    with store.writing() as connection:
-        store.write(connection, batch)
-    summary.write_seconds += time.perf_counter() - started
-    summary.written += partitions
-    summary.rows += batch.rows
-    summary.ingest.batches += 1

@@ -6,8 +6,8 @@ place in the input, the normalised text, its content digest and its chunks (offs
 lengths, digests). Observations come out as one Arrow table sorted by *bucket*: a hash of
 the natural key that is the same in every process (`bucket_of`). A partition is a set of
 buckets, chosen once every shard is read so that partitions hold about as much text each;
-the shuffle (`partition_table`) moves each shard's rows of a partition's buckets, copied
-out compactly.
+the shuffle (`partition_table`) copies a partition's rows out of the shards one worker
+holds, compactly, so that only those rows move.
 
 **Compare** (`build_partition`): one partition's observations from every shard meet, with
 what the store knows of those pages, and become the rows to write. This is the same
@@ -166,31 +166,47 @@ def shard_report(observed: tuple[ShardReport, Observed]) -> ShardReport:
     return observed[0]
 
 
-def partition_table(observed: tuple[ShardReport, Observed], buckets: list[int]) -> pa.Table:
-    """A shard's rows of the given buckets, copied out: a slice would travel with the
-    whole shard's buffers."""
-    starts = observed[1].starts
+def partition_table(shards: list[tuple[ShardReport, Observed]], buckets: list[int]) -> pa.Table:
+    """The rows of the given buckets from `shards` (the shards one worker holds), copied out
+    into one table: a slice would travel with the whole shards' buffers."""
+    return pa.concat_tables([_take_buckets(observed, buckets) for _, observed in shards])
+
+
+def _take_buckets(observed: Observed, buckets: list[int]) -> pa.Table:
+    starts = observed.starts
     rows = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in buckets]) if buckets else []
-    return observed[1].table.take(pa.array(rows, pa.int64()))
+    return observed.table.take(pa.array(rows, pa.int64()))
 
 
-def partition_keys(tables: list[pa.Table]) -> list[str]:
-    """The distinct natural keys of one partition's observations from every shard: what the
-    store is asked about. Gathered one partition at a time, so the client never holds the
-    keys of the whole crawl."""
+def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]],
+                   buckets: list[int]) -> list[str]:
+    """The distinct natural keys of one partition's observations (see build_partition): what
+    the store is asked about. Gathered one partition at a time, so the client never holds
+    the keys of the whole crawl."""
     keys: set[str] = set()
-    for table in tables:
+    for table in _partition_tables(picked, held, buckets):
         keys.update(table.column("natural_key").to_pylist())
     return sorted(keys)
 
 
+def _partition_tables(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]],
+                      buckets: list[int]) -> list[pa.Table]:
+    return [*picked, partition_table(held, buckets)] if held else picked
+
+
 @collector_paused
-def build_partition(tables: list[pa.Table], states: dict[str, PageState], known: dict[str, set[bytes]],
-                    policy: RetentionPolicy,
+def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]], buckets: list[int],
+                    states: dict[str, PageState], known: dict[str, set[bytes]], policy: RetentionPolicy,
                     params: ChunkParams = DEFAULT_PARAMS) -> tuple[WriteBatch, IngestSummary]:
-    """The rows one partition's pages add, from their observations in every shard and what
-    the store holds of them (`states`, `known`: `Store.page_states`, `Store.known_versions`)."""
-    observations = pa.concat_tables(tables)  # shards in input order, each in its own order
+    """The rows one partition's pages add, from their observations and what the store holds
+    of them (`states`, `known`: `Store.page_states`, `Store.known_versions`).
+
+    The observations are the partition's rows picked out of other workers' shards
+    (`picked`), and its `buckets` of the shards this worker holds (`held`), taken here: those
+    need not be copied out before the task can start.
+    """
+    # In any order: each page's records are taken by fetch time, then place in the input.
+    observations = pa.concat_tables(_partition_tables(picked, held, buckets))
     rows = zip(*(observations.column(name).to_pylist() for name in OBSERVATION_SCHEMA.names))
     entries = []
     for (key, _host, url, retention_class, fetched_at, sequence, source, line, size, digest, text,

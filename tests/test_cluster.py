@@ -3,6 +3,7 @@ single-process ingest, a worker killed mid-run, a shard that cannot be read, Ctr
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -81,6 +82,31 @@ def test_a_cluster_ingest_writes_what_a_single_process_ingest_writes(client, tmp
     again = copy_store(base, tmp_path / "again.duckdb")
     cluster_ingest(client, [str(one_file)], again, partitions=5)
     assert rows(again.path) == expected
+
+
+def test_the_shuffle_picks_once_per_worker_and_partition_not_per_shard(client, tmp_path, shards, base):
+    store = copy_store(base, tmp_path / "cluster.duckdb")
+    with distributed.get_task_stream(client) as stream:
+        cluster_ingest(client, [str(s) for s in shards * 2], store, partitions=4)
+    names = [task["key"].split("-")[0] for task in stream.data]
+    # Six shards on two workers, four partitions: each partition's rows are picked out of
+    # the other worker's shards by one task; its own worker's shards it reads in place.
+    assert names.count("observe_shard") == 6 and names.count("build_partition") == 4
+    assert names.count("partition_table") == 4
+
+
+def test_shards_are_weighed_by_what_they_hold(tmp_path):
+    text = b'{"url": "https://a.example/", "text": "the same words again and again"}\n' * 2000
+    whole = tmp_path / "whole.jsonl.gz"
+    whole.write_bytes(gzip.compress(text))
+    by_record = tmp_path / "by-record.warc.gz"  # one gzip member per record, as WARC.gz
+    by_record.write_bytes(b"".join(gzip.compress(line + b"\n") for line in text.splitlines()))
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(text)
+    assert cdc.cluster._shard_weight(str(whole)) == len(text)  # from the gzip trailer
+    assert cdc.cluster._shard_weight(str(by_record)) == by_record.stat().st_size
+    assert cdc.cluster._shard_weight(str(plain)) == len(text)
+    assert cdc.cluster._shard_weight(str(tmp_path / "elsewhere.jsonl.gz")) == 0
 
 
 def test_a_worker_killed_mid_run_changes_nothing(client, tmp_path, shards, base):
