@@ -62,7 +62,11 @@ CONNECTION_CONFIG = {"memory_limit": "1GB"}
 #   scans up to 1.8x slower on a store built in many batches, until `compact()`.
 # - One thread: a writer's batches are small, and on a cluster ingest it shares the machine
 #   with the workers, which its second thread only slowed.
-WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0, "threads": 1}
+# - A checkpoint at every commit. A writer's connection lasts one transaction, and closing
+#   it checkpoints anyway; checkpointing at the commit skips writing the rows to the WAL
+#   first (a cluster run's 8,117-row transaction: 54 ms instead of 63, with the connection).
+WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0, "threads": 1,
+                 "checkpoint_threshold": "0B"}
 KEYS_PER_LOOKUP = 256
 # Up to this many pages a batch, ingest reads their state through the index; beyond, in one
 # scan. Fetching rows one by one costs about as much as the scan at 500 random pages of a
