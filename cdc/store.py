@@ -526,6 +526,12 @@ class Store:
                             ("batch_checked", batch.checked)):
             connection.register(name, table)
         try:
+            # Only pages stored before can have generations to trim: a batch's own generations
+            # past the limit come without text or chunk rows (cdc.versions). The trim scans the
+            # whole generations and chunk tables (half a second a batch on a store of 100,000
+            # pages), so a batch of new pages only, as in a first crawl, skips it.
+            seen_before = _one(connection.execute(
+                "SELECT count(*) FROM batch_pages b WHERE b.natural_key IN (SELECT natural_key FROM pages)"))[0]
             connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
             connection.execute("INSERT INTO content_chunks SELECT * FROM batch_chunks")
             connection.execute("INSERT INTO changes SELECT * FROM batch_changes")
@@ -544,7 +550,8 @@ class Store:
                 UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
                 FROM batch_checked c WHERE pages.natural_key = c.natural_key
             """)
-            self._trim(connection, "SELECT natural_key FROM batch_pages")
+            if seen_before:
+                self._trim(connection, "SELECT natural_key FROM batch_pages")
         finally:
             for name in ("batch_pages", "batch_generations", "batch_chunks", "batch_changes",
                          "batch_checked"):

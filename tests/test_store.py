@@ -140,6 +140,20 @@ def test_retention_keeps_text_and_chunks_of_the_newest_generations(store):
     assert store.retention() == RetentionPolicy(keep=1)
 
 
+def test_a_later_batch_trims_what_earlier_batches_retained(store):
+    store.set_retention(RetentionPolicy(keep=2))
+    bodies = crawlgen.page_versions(4, 5)
+    ingest(store, [crawlgen.record("https://a.example/p", v, body) for v, body in enumerate(bodies[:3])]
+           + [crawlgen.record("https://a.example/once", 0, "a page seen in the first batch only")])
+    ingest(store, [crawlgen.record("https://a.example/p", v, body) for v, body in enumerate(bodies) if v >= 3])
+    assert [g.retained for g in store.generations("https://a.example/p")] == [False] * 3 + [True] * 2
+    assert [g.retained for g in store.generations("https://a.example/once")] == [True]
+    with store.reading() as connection:
+        rows = connection.execute("SELECT natural_key, generation FROM content_chunks "
+                                  "GROUP BY ALL ORDER BY ALL").fetchall()
+    assert rows == [("https://a.example/once", 1), ("https://a.example/p", 4), ("https://a.example/p", 5)]
+
+
 def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
     """Ingest reads a small batch's page states through the index, a large one's in one
     scan: the two agree, for pages with older retained generations and unknown keys too."""
