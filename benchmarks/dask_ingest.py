@@ -21,12 +21,19 @@ What is measured, in one process:
    would. With the rows per page version, that gives the page versions one writer stores per
    hour, and the hours of writing for a crawl of 100 million pages.
 
+5. With `--large-store`, the writer again, on a copy of the synthetic store of 100,000
+   pages with 3 generations each (`benchmarks/synthetic_store.py`, cached in data/bench/,
+   built the first time in about 25 s): one dask-2 run's rows appended as a first crawl
+   (new pages) and as recrawls (the same pages' next generations, so the retention trim
+   runs), `--appends` times each after one warm-up append.
+
 Every run's store is checked against the plain run's, row for row.
 
 Run from the repository root:
 
-    python benchmarks/dask_ingest.py            # about a minute on two cores
+    python benchmarks/dask_ingest.py            # about a minute on two cores (7 rounds)
     python benchmarks/dask_ingest.py --runs 7
+    python benchmarks/dask_ingest.py --large-store   # and the writer on a 100,000-page store
 """
 
 from __future__ import annotations
@@ -87,9 +94,11 @@ def plain(shards: list[Path], store: Store) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--appends", type=int, default=20, help="rounds of the writer-alone measure")
+    parser.add_argument("--large-store", action="store_true",
+                        help="also measure the writer on a copy of a synthetic 100,000-page store")
     args = parser.parse_args()
     shards, size = make_shards(args.corpus, ROOT / "data" / "bench" / "shards", SHARDS)
     print(f"corpus {args.corpus.name}: {size / 1e6:.1f} MB of JSONL in {SHARDS} shards; {args.runs} rounds")
@@ -170,6 +179,51 @@ def main() -> None:
     for label, rate in (("alone", alone), ("sharing", shared)):
         print(f"  writer {label}: {rate * 3600 / rows_per_page / 1e6:.1f} million pages per hour; "
               f"a first crawl of 100 million pages: {1e8 * rows_per_page / rate / 3600:.1f} h of writing")
+    if args.large_store:
+        writer_on_a_large_store(batches, args.appends)
+
+
+def writer_on_a_large_store(batches: list[WriteBatch], appends: int) -> None:
+    """Rows per second appending one dask-2 run's batches to a copy of the synthetic
+    100,000-page store: as new pages, then as those pages' next generations."""
+    import shutil
+
+    from synthetic_store import cached_store
+
+    source = cached_store().path
+    with tempfile.TemporaryDirectory(dir=ROOT / "data" / "bench") as work:
+        store = Store(shutil.copy(source, Path(work) / "large.duckdb"))
+        rows = sum(batch.rows for batch in batches)
+        # New pages each round; then the first round's pages again, 1000 generations on each time.
+        for label, versions in (("as a first crawl (new pages)", [(f"new{n}", 0) for n in range(appends + 1)]),
+                                ("as recrawls (their next generations: the trim runs)",
+                                 [("new0", 1000 * n) for n in range(1, appends + 2)])):
+            rates = []
+            for suffix, later in versions:
+                appended = [_version_of(batch, suffix, later) for batch in batches]
+                started = time.perf_counter()
+                with store.writing() as connection:
+                    for batch in appended:
+                        store.write(connection, batch)
+                rates.append(rows / (time.perf_counter() - started))
+            # The first append reads the copied file cold: left out.
+            print(f"single writer on the synthetic store of 100,000 pages, {label}, {appends} transactions "
+                  f"of {rows:,} rows: median {statistics.median(rates[1:]):,.0f} rows/s")
+
+
+def _version_of(batch: WriteBatch, suffix: str, later: int) -> WriteBatch:
+    """`batch` under keys ending in `#suffix`, its generations numbered `later` higher."""
+    pages, generations, chunks, changes, checked = (
+        _renamed(table, suffix) for table in (batch.pages, batch.generations, batch.chunks, batch.changes,
+                                              batch.checked))
+    return WriteBatch(_shifted(pages, "latest_generation", later), _shifted(generations, "generation", later),
+                      _shifted(chunks, "generation", later),
+                      _shifted(_shifted(changes, "generation", later), "previous_generation", later), checked)
+
+
+def _shifted(table: pa.Table, column: str, by: int) -> pa.Table:
+    index = table.schema.get_field_index(column)
+    return table.set_column(index, column, pc.add(table.column(column), pa.scalar(by, table.schema.field(column).type)))
 
 
 def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
@@ -191,7 +245,7 @@ def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
     return statistics.median(rates), total
 
 
-def _renamed(table: pa.Table, round_: int) -> pa.Table:
+def _renamed(table: pa.Table, round_: int | str) -> pa.Table:
     keys = pc.binary_join_element_wise(table.column("natural_key"), pa.scalar(f"#{round_}"), "")
     return table.set_column(0, "natural_key", keys)
 
