@@ -168,11 +168,11 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
     reports: list[ShardReport | None] = [None] * len(files)
     pending = list(observed)  # what to cancel if this stops early
     try:
-        # While the shards are read: made by the first write, a new store would add 40 ms to
-        # it, at the end of the run if the partitions end together; made later, it would
-        # slow the shuffle.
+        # While the shards are read: made by the first write, a new store would add 20 ms
+        # to it, at the end of the run if the partitions end together.
         store.create()
-        # Ahead of the shards still waiting, so progress shows each shard as it is read.
+        # Each report runs before any shard its worker has not started, so progress follows
+        # the reading.
         report_futures = {client.submit(shard_report, shard, pure=False, priority=1): number
                           for number, shard in enumerate(observed)}
         pending += report_futures
@@ -211,16 +211,15 @@ def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary) ->
 
     Partitions dealt to be equal tend to end together, and each transaction costs the writer
     a connection and a checkpoint (15 ms with no rows), which at the end of a run no compare
-    hides.
-    The connection is opened first: the wait hides its cost.
+    hides. The connection is opened first, so the wait hides its cost.
     """
     started = time.perf_counter()
     with store.writing() as connection:
         waiting = time.perf_counter()
-        deadline = waiting + LINGER_SECONDS
-        while not finished.is_empty() and not finished.has_ready() and time.perf_counter() < deadline:
-            time.sleep(0.005)
-        if LINGER_SECONDS > 0:
+        if LINGER_SECONDS > 0:  # else only what had finished when the writer turned to it
+            deadline = waiting + LINGER_SECONDS
+            while not finished.is_empty() and not finished.has_ready() and time.perf_counter() < deadline:
+                time.sleep(0.005)
             done = done + finished.next_batch(block=False)
         waited = time.perf_counter() - waiting
         batch = _concatenated([result[0] for _, result in done])
