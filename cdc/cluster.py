@@ -2,12 +2,14 @@
 
 1. **Map.** Each input file (shard) is read on a worker and turned into observations: an
    Arrow table whose rows are in buckets by a hash of the natural key
-   (`cdc.observations.observe_shard`), BUCKETS_PER_PARTITION buckets per partition.
+   (`cdc.observations.observe_shard`): BUCKETS_PER_PARTITION buckets per partition, and
+   MIN_BUCKETS at least. The largest shards start first.
 2. **Shuffle.** When every shard is read, the buckets are dealt into partitions of about
-   equal text, by the sizes the shards report, and each partition to a worker. For each
-   partition, one small task on every other worker picks its rows out of the shards that
-   worker holds, so only those rows move, and one task per worker, not per shard. This
-   process reads from the store what it knows of each partition's pages.
+   equal text, by the sizes the shards report, each partition with a worker, and each
+   bucket to the worker that read most of it while the shares stay even (`_deal`). For
+   each partition, one small task on every other worker picks its rows out of the shards
+   that worker holds, so only those rows move, and one task per worker, not per shard.
+   This process reads from the store what it knows of each partition's pages.
 3. **Compare.** One task per partition, on its worker, takes its rows picked elsewhere and
    its buckets of the shards held there, with the pages' stored state, and builds
    generations, chunk rows and change rows with exact edits
@@ -55,6 +57,10 @@ PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition; at least one
 # one worker idled for a tenth of the run); dealt out of four times as many buckets by size,
 # they come out within a few percent of each other.
 BUCKETS_PER_PARTITION = 4
+# And at least this many buckets: on inputs where a page's versions sit together, small
+# buckets mostly hold rows read on one worker, and can stay there (see _deal).
+MIN_BUCKETS = 256
+LOCALITY_SLACK = 0.01  # how far past its share of text a worker takes buckets it holds
 CONNECT_TIMEOUT = "20s"  # to reach a scheduler given by address
 LINGER_SECONDS = 0.1  # for another partition to finish and share a transaction
 
@@ -161,8 +167,9 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
     # finish. Submitted in that order too: Dask hands the first few to workers at once.
     weights = [_shard_weight(name) for name in files]
     largest_first = sorted(range(len(files)), key=lambda index: -weights[index])
-    submitted = {index: client.submit(observe_shard, index, files[index], count * BUCKETS_PER_PARTITION,
-                                      mode, params, pure=False, priority=-rank)
+    buckets = max(count * BUCKETS_PER_PARTITION, MIN_BUCKETS)
+    submitted = {index: client.submit(observe_shard, index, files[index], buckets, mode, params,
+                                      pure=False, priority=-rank)
                  for rank, index in enumerate(largest_first)}
     observed = [submitted[index] for index in range(len(files))]
     reports: list[ShardReport | None] = [None] * len(files)
@@ -265,14 +272,11 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
     """
     builds = []
     policy = store.retention() if store else RetentionPolicy()
-    dealt = _deal(reports, count)
-    workers = _workers(client)
-    owner = {number: worker for worker, share in zip(workers, share_out([size for _, size in dealt],
-                                                                        len(workers)) if workers else [])
-             for number in share}
-    held = _held_by_worker(client, observed)
-    for number, (buckets, _) in enumerate(dealt):
-        worker = owner.get(number)
+    holders = _holders(client, observed)
+    held: dict[str | None, list] = {}
+    for shard, holder in zip(observed, holders):
+        held.setdefault(holder, []).append(shard)
+    for worker, buckets, _ in _deal(reports, holders, _workers(client), count):
         # A worker runs one task at a time: picks go first, so a compare task elsewhere never
         # waits for its rows behind a compare task running where they are.
         picked = [client.submit(partition_table, shards, buckets, pure=False, priority=1, **_preferring(other))
@@ -289,16 +293,13 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
     return builds
 
 
-def _held_by_worker(client, observed: list) -> dict[str | None, list]:
-    """The shards' outputs grouped by the worker holding each, so that a partition's rows
-    are picked out of them by one task per worker, not one per shard (a crawl's thousands
-    of shards times its partitions would swamp the scheduler). A pick prefers its worker
-    but runs elsewhere if that worker is gone, after Dask has made the shards again."""
+def _holders(client, observed: list) -> list[str | None]:
+    """The worker holding each shard's output. A partition's rows are picked out of all the
+    shards one worker holds by one task, not one per shard (a crawl's thousands of shards
+    times its partitions would swamp the scheduler). A pick prefers its worker but runs
+    elsewhere if that worker is gone, after Dask has made the shards again."""
     holders = client.who_has(observed)
-    held: dict[str | None, list] = {}
-    for shard in observed:
-        held.setdefault(min(holders.get(shard.key) or [None]), []).append(shard)
-    return held
+    return [min(holders.get(shard.key) or [None]) for shard in observed]
 
 
 def _preferring(worker: str | None) -> dict:
@@ -310,13 +311,49 @@ def _workers(client) -> list[str]:
     return sorted(client.scheduler_info(n_workers=-1)["workers"])
 
 
-def _deal(reports: list[ShardReport], count: int) -> list[tuple[list[int], int]]:
-    """The buckets that hold rows, dealt into `count` partitions by bytes of text
-    (`share_out`), as (buckets, bytes of text), largest partition first; partitions left
-    without buckets are dropped."""
-    buckets = len(reports[0].sizes) if reports else 0
-    sizes = [sum(report.sizes[bucket] for report in reports) for bucket in range(buckets)]
-    filled = [bucket for bucket in range(buckets) if any(report.rows[bucket] for report in reports)]
-    partitions = [([filled[i] for i in share], sum(sizes[filled[i]] for i in share))
-                  for share in share_out([sizes[bucket] for bucket in filled], count) if share]
-    return sorted(partitions, key=lambda part: -part[1])
+def _deal(reports: list[ShardReport], holders: list[str | None], workers: list[str],
+          count: int) -> list[tuple[str | None, list[int], int]]:
+    """The buckets that hold rows, dealt into `count` partitions of about equal text, each
+    with the worker to run it: (worker, buckets, bytes of text), largest first.
+
+    Workers get partitions in turn, and text in proportion. Each bucket, largest first,
+    goes to the worker that holds most of its text, unless that would take the worker past
+    its share (and LOCALITY_SLACK), else to the worker furthest below its share: where a
+    page's versions sit together in the input (revision histories ordered by page), most
+    rows then stay where they were read. A worker's buckets are dealt into its partitions
+    by size (`share_out`); partitions left without buckets are dropped.
+    """
+    names: list[str | None] = list(workers) or [None]
+    partitions_of = {name: count // len(names) + (number < count % len(names)) for number, name in enumerate(names)}
+    takers = [name for name in names if partitions_of[name]]  # all, unless fewer partitions than workers
+    held = _text_held(reports, holders, names)
+    sizes = [sum(column) for column in zip(*held.values())]
+    share = {name: sum(sizes) * partitions_of[name] / count * (1 + LOCALITY_SLACK) for name in takers}
+    loads = dict.fromkeys(takers, 0)
+    dealt: dict[str | None, list[int]] = {name: [] for name in takers}
+    filled = [bucket for bucket in range(len(sizes)) if any(report.rows[bucket] for report in reports)]
+    for bucket in sorted(filled, key=lambda bucket: -sizes[bucket]):
+        home = max(takers, key=lambda name: held[name][bucket])
+        if loads[home] + sizes[bucket] > share[home]:
+            home = min(takers, key=lambda name: loads[name] - share[name])
+        dealt[home].append(bucket)
+        loads[home] += sizes[bucket]
+    partitions = []
+    for name in takers:
+        for part in share_out([sizes[bucket] for bucket in dealt[name]], partitions_of[name]):
+            if part:
+                buckets = [dealt[name][i] for i in part]
+                partitions.append((name, buckets, sum(sizes[bucket] for bucket in buckets)))
+    return sorted(partitions, key=lambda partition: -partition[2])
+
+
+def _text_held(reports: list[ShardReport], holders: list[str | None],
+               names: list[str | None]) -> dict[str | None, list[int]]:
+    """Bytes of text of each bucket in the shards each worker holds; a shard whose holder
+    is not among `names` (gone since) counts as the first's."""
+    held = {name: [0] * (len(reports[0].sizes) if reports else 0) for name in names}
+    for report, holder in zip(reports, holders):
+        text = held[holder if holder in held else names[0]]
+        for bucket, size in enumerate(report.sizes):
+            text[bucket] += size
+    return held

@@ -16,6 +16,7 @@ import cdc.cluster
 from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
 from cdc.cluster import cluster_ingest, local_cluster
 from cdc.ingest import Ingester
+from cdc.observations import ShardReport
 from cdc.inputs import input_items
 from cdc.store import Store
 from cdc.warc import WarcSummary
@@ -82,6 +83,9 @@ def test_a_cluster_ingest_writes_what_a_single_process_ingest_writes(client, tmp
     again = copy_store(base, tmp_path / "again.duckdb")
     cluster_ingest(client, [str(one_file)], again, partitions=5)
     assert rows(again.path) == expected
+    fewer = copy_store(base, tmp_path / "fewer.duckdb")  # fewer partitions than workers
+    cluster_ingest(client, [str(s) for s in shards], fewer, partitions=1)
+    assert rows(fewer.path) == expected
 
 
 def test_the_shuffle_picks_once_per_worker_and_partition_not_per_shard(client, tmp_path, shards, base):
@@ -93,6 +97,23 @@ def test_the_shuffle_picks_once_per_worker_and_partition_not_per_shard(client, t
     # the other worker's shards by one task; its own worker's shards it reads in place.
     assert names.count("observe_shard") == 6 and names.count("build_partition") == 4
     assert names.count("partition_table") == 4
+
+
+def test_buckets_stay_with_the_worker_that_read_them_while_the_shares_stay_even():
+    def report(sizes):
+        return ShardReport("shard", rows=[1 if size else 0 for size in sizes], sizes=sizes)
+
+    # Pages sorted by shard: shard 0 (on worker a) holds buckets 0-3, shard 1 (on b) 4-7.
+    apart = [report([10, 20, 30, 40, 0, 0, 0, 0]), report([0, 0, 0, 0, 40, 30, 20, 10])]
+    dealt = cdc.cluster._deal(apart, ["a", "b"], ["a", "b"], 2)
+    assert sorted((worker, sorted(buckets), size) for worker, buckets, size in dealt) == [
+        ("a", [0, 1, 2, 3], 100), ("b", [4, 5, 6, 7], 100)]
+    # Every row read on one worker: half of them move, so both compare as much.
+    together = [report([10, 20, 30, 40, 40, 30, 20, 10]), report([0] * 8)]
+    assert sorted(size for _, _, size in cdc.cluster._deal(together, ["a", "a"], ["a", "b"], 2)) == [100, 100]
+    # Fewer partitions than workers: every bucket still in one.
+    (worker, buckets, size), = cdc.cluster._deal(apart, ["a", "b"], ["a", "b"], 1)
+    assert sorted(buckets) == list(range(8)) and size == 200
 
 
 def test_shards_are_weighed_by_what_they_hold(tmp_path):
