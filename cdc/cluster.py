@@ -276,11 +276,14 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
     held: dict[str | None, list] = {}
     for shard, holder in zip(observed, holders):
         held.setdefault(holder, []).append(shard)
-    for worker, buckets, _ in _deal(reports, holders, _workers(client), count):
-        # A worker runs one task at a time: picks go first, so a compare task elsewhere never
-        # waits for its rows behind a compare task running where they are.
-        picked = [client.submit(partition_table, shards, buckets, pure=False, priority=1, **_preferring(other))
-                  for other, shards in held.items() if other != worker]
+    dealt = _deal(reports, holders, _workers(client), count)
+    # Every partition's picks before any compare task, and ahead of them: a worker runs one
+    # task at a time, and a compare task it started first would hold up the picks the other
+    # workers wait for, until it ended.
+    picks = [[client.submit(partition_table, shards, buckets, pure=False, priority=1, **_preferring(other))
+              for other, shards in held.items() if other != worker]
+             for worker, buckets, _ in dealt]
+    for (worker, buckets, _), picked in zip(dealt, picks):
         local = held.get(worker, [])
         states, known = {}, {}
         if store:  # what the store holds of these pages, asked one partition at a time
