@@ -195,9 +195,10 @@ def writer_on_a_large_store(batches: list[WriteBatch], appends: int) -> None:
         store = Store(shutil.copy(source, Path(work) / "large.duckdb"))
         rows = sum(batch.rows for batch in batches)
         # New pages each round; then the first round's pages again, 1000 generations on each time.
-        for label, versions in (("as a first crawl (new pages)", [(f"new{n}", 0) for n in range(appends + 1)]),
-                                ("as recrawls (their next generations: the trim runs)",
-                                 [("new0", 1000 * n) for n in range(1, appends + 2)])):
+        first_crawls = [(f"new{n}", 0) for n in range(appends + 1)]
+        recrawls = [("new0", 1000 * n) for n in range(1, appends + 2)]
+        for label, versions in (("as a first crawl (new pages)", first_crawls),
+                                ("as recrawls (their next generations: the trim runs)", recrawls)):
             rates = []
             for suffix, later in versions:
                 appended = [_version_of(batch, suffix, later) for batch in batches]
@@ -223,7 +224,8 @@ def _version_of(batch: WriteBatch, suffix: str, later: int) -> WriteBatch:
 
 def _shifted(table: pa.Table, column: str, by: int) -> pa.Table:
     index = table.schema.get_field_index(column)
-    return table.set_column(index, column, pc.add(table.column(column), pa.scalar(by, table.schema.field(column).type)))
+    later = pc.add(table.column(column), pa.scalar(by, table.schema.field(column).type))
+    return table.set_column(index, column, later)
 
 
 def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:

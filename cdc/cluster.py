@@ -327,7 +327,8 @@ def _deal(reports: list[ShardReport], holders: list[str | None], workers: list[s
     by size (`share_out`); partitions left without buckets are dropped.
     """
     names: list[str | None] = list(workers) or [None]
-    partitions_of = {name: count // len(names) + (number < count % len(names)) for number, name in enumerate(names)}
+    partitions_of = {name: count // len(names) + (number < count % len(names))
+                     for number, name in enumerate(names)}
     takers = [name for name in names if partitions_of[name]]  # all, unless fewer partitions than workers
     held = _text_held(reports, holders, names)
     sizes = [sum(column) for column in zip(*held.values())]

@@ -530,8 +530,8 @@ class Store:
             # past the limit come without text or chunk rows (cdc.versions). The trim scans the
             # whole generations and chunk tables (half a second a batch on a store of 100,000
             # pages), so a batch of new pages only, as in a first crawl, skips it.
-            seen_before = _one(connection.execute(
-                "SELECT count(*) FROM batch_pages b WHERE b.natural_key IN (SELECT natural_key FROM pages)"))[0]
+            seen_before = _one(connection.execute("SELECT count(*) FROM batch_pages "
+                                                  "WHERE natural_key IN (SELECT natural_key FROM pages)"))[0]
             connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
             connection.execute("INSERT INTO content_chunks SELECT * FROM batch_chunks")
             connection.execute("INSERT INTO changes SELECT * FROM batch_changes")

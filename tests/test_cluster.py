@@ -16,8 +16,8 @@ import cdc.cluster
 from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
 from cdc.cluster import cluster_ingest, local_cluster
 from cdc.ingest import Ingester
-from cdc.observations import ShardReport
 from cdc.inputs import input_items
+from cdc.observations import ShardReport
 from cdc.store import Store
 from cdc.warc import WarcSummary
 from tests import crawlgen
@@ -112,7 +112,7 @@ def test_buckets_stay_with_the_worker_that_read_them_while_the_shares_stay_even(
     together = [report([10, 20, 30, 40, 40, 30, 20, 10]), report([0] * 8)]
     assert sorted(size for _, _, size in cdc.cluster._deal(together, ["a", "a"], ["a", "b"], 2)) == [100, 100]
     # Fewer partitions than workers: every bucket still in one.
-    (worker, buckets, size), = cdc.cluster._deal(apart, ["a", "b"], ["a", "b"], 1)
+    (_, buckets, size), = cdc.cluster._deal(apart, ["a", "b"], ["a", "b"], 1)
     assert sorted(buckets) == list(range(8)) and size == 200
 
 
