@@ -215,8 +215,7 @@ def writer_on_a_large_store(batches: list[WriteBatch], appends: int) -> None:
 def _version_of(batch: WriteBatch, suffix: str, later: int) -> WriteBatch:
     """`batch` under keys ending in `#suffix`, its generations numbered `later` higher."""
     pages, generations, chunks, changes, checked = (
-        _renamed(table, suffix) for table in (batch.pages, batch.generations, batch.chunks, batch.changes,
-                                              batch.checked))
+        _renamed(getattr(batch, name), suffix) for name in WriteBatch.__dataclass_fields__)
     return WriteBatch(_shifted(pages, "latest_generation", later), _shifted(generations, "generation", later),
                       _shifted(chunks, "generation", later),
                       _shifted(_shifted(changes, "generation", later), "previous_generation", later), checked)
@@ -235,9 +234,7 @@ def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
         store = Store(Path(work) / "writer.duckdb")
         for round_ in range(appends):
             for batch in batches:
-                renamed = WriteBatch(*(_renamed(table, round_) for table in
-                                       (batch.pages, batch.generations, batch.chunks, batch.changes,
-                                        batch.checked)))
+                renamed = _version_of(batch, str(round_), 0)
                 rows = renamed.rows
                 started = time.perf_counter()
                 with store.writing() as connection:
@@ -247,8 +244,8 @@ def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
     return statistics.median(rates), total
 
 
-def _renamed(table: pa.Table, round_: int | str) -> pa.Table:
-    keys = pc.binary_join_element_wise(table.column("natural_key"), pa.scalar(f"#{round_}"), "")
+def _renamed(table: pa.Table, suffix: str) -> pa.Table:
+    keys = pc.binary_join_element_wise(table.column("natural_key"), pa.scalar(f"#{suffix}"), "")
     return table.set_column(0, "natural_key", keys)
 
 

@@ -266,9 +266,12 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
     """One compare task per partition, given what the store holds of its pages (nothing, if
     `store` is None: a new one).
 
-    Each task is placed on the least loaded worker, by bytes of text: left to itself, Dask
-    puts a task where most of its input already is, which can stack every partition on one
-    worker. The placement is a preference, so another worker takes over if that one dies.
+    Each task is placed on the worker `_deal` gave its partition: left to itself, Dask puts
+    a task where most of its input already is, which can stack every partition on one
+    worker. A partition's rows are picked out of all the shards another worker holds by one
+    task, not one per shard (a crawl's thousands of shards times its partitions would swamp
+    the scheduler). Placements are preferences: if a worker dies, another takes its tasks,
+    after Dask has made the shards it held again.
     """
     builds = []
     policy = store.retention() if store else RetentionPolicy()
@@ -297,10 +300,7 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
 
 
 def _holders(client, observed: list) -> list[str | None]:
-    """The worker holding each shard's output. A partition's rows are picked out of all the
-    shards one worker holds by one task, not one per shard (a crawl's thousands of shards
-    times its partitions would swamp the scheduler). A pick prefers its worker but runs
-    elsewhere if that worker is gone, after Dask has made the shards again."""
+    """The worker holding each shard's output (the first, if Dask holds copies on several)."""
     holders = client.who_has(observed)
     return [min(holders.get(shard.key) or [None]) for shard in observed]
 

@@ -169,13 +169,13 @@ def shard_report(observed: tuple[ShardReport, Observed]) -> ShardReport:
 def partition_table(shards: list[tuple[ShardReport, Observed]], buckets: list[int]) -> pa.Table:
     """The rows of the given buckets from `shards` (the shards one worker holds), copied out
     into one table: a slice would travel with the whole shards' buffers."""
-    return pa.concat_tables([_take_buckets(observed, buckets) for _, observed in shards])
+    return pa.concat_tables([observed.table.take(_bucket_rows(observed, buckets)) for _, observed in shards])
 
 
-def _take_buckets(observed: Observed, buckets: list[int]) -> pa.Table:
+def _bucket_rows(observed: Observed, buckets: list[int]) -> pa.Array:
     starts = observed.starts
     rows = np.concatenate([np.arange(starts[b], starts[b + 1]) for b in buckets]) if buckets else []
-    return observed.table.take(pa.array(rows, pa.int64()))
+    return pa.array(rows, pa.int64())
 
 
 def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]],
@@ -184,14 +184,11 @@ def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observe
     the store is asked about. Gathered one partition at a time, so the client never holds
     the keys of the whole crawl."""
     keys: set[str] = set()
-    for table in _partition_tables(picked, held, buckets):
+    for table in picked:
         keys.update(table.column("natural_key").to_pylist())
+    for _, observed in held:  # the keys alone: the rest of the rows stays where it is
+        keys.update(observed.table.column("natural_key").take(_bucket_rows(observed, buckets)).to_pylist())
     return sorted(keys)
-
-
-def _partition_tables(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]],
-                      buckets: list[int]) -> list[pa.Table]:
-    return [*picked, partition_table(held, buckets)] if held else picked
 
 
 @collector_paused
@@ -206,7 +203,7 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
     need not be copied out before the task can start.
     """
     # In any order: each page's records are taken by fetch time, then place in the input.
-    observations = pa.concat_tables(_partition_tables(picked, held, buckets))
+    observations = pa.concat_tables([*picked, partition_table(held, buckets)] if held else picked)
     rows = zip(*(observations.column(name).to_pylist() for name in OBSERVATION_SCHEMA.names))
     entries = []
     for (key, _host, url, retention_class, fetched_at, sequence, source, line, size, digest, text,
