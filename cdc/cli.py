@@ -27,6 +27,7 @@ from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
 from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, mark_revisits, parse_time
 from cdc.inputs import input_items, is_warc_file
 from cdc.launch import DEFAULT_DB, DEMO_DB
+from cdc.lifeline import Terminated, stop_on_sigterm
 from cdc.queries import compare_generations, find_page
 from cdc.sources import open_input
 from cdc.store import RetentionPolicy, Store
@@ -37,6 +38,8 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_SKIPPED = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 SHOWN_PROBLEMS = 20  # bad records listed one by one in a summary
 
@@ -582,6 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    stop_on_sigterm()  # SIGTERM unwinds like Ctrl-C: the open batch rolls back, workers end
     try:
         return args.run(args)
     except CdcError as exc:
@@ -590,9 +594,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `cdc chunk big.txt | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Terminated:
+        print("cdc: stopped (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("cdc: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ Dask is imported only here, and only when a cluster is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,6 +43,7 @@ from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
 from cdc.ingest import IngestSummary, mark_revisits, share_out
+from cdc.lifeline import die_with_parent
 from cdc.observations import (
     ShardReport,
     build_partition,
@@ -102,7 +105,23 @@ def dask_client(address: str | None = None, workers: int | None = None,
         return
     with (local_cluster(workers or os.cpu_count() or 1, dashboard_address) as cluster,
           Client(cluster) as client):
-        yield client
+        # Its worker processes are ours: they end with this process, however it ends.
+        client.run(die_with_parent, os.getpid())
+        try:
+            yield client
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: no task's result is wanted now
+            _kill_workers(cluster)
+            raise
+
+
+def _kill_workers(cluster) -> None:
+    """End a local cluster's worker processes at once: closing it gracefully waits for
+    their running tasks (5 s here, for a WARC shard) before it lets the command end."""
+    for nanny in list(cluster.workers.values()):
+        pid = getattr(getattr(nanny, "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def local_cluster(workers: int, dashboard_address: str | None = ":8787"):

@@ -32,6 +32,7 @@ one page is held at a time, besides each host's frame and pool of sentences.
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import random
@@ -43,6 +44,7 @@ from pathlib import Path
 from cdc.chunking import DEFAULT_PARAMS, MAX_SIZE_CEILING, WINDOW, ChunkParams, chunk_content
 from cdc.errors import StoreError
 from cdc.ingest import BATCH_RECORDS, Ingester, IngestSummary
+from cdc.lifeline import process_exists
 from cdc.sources import SourceRecord
 from cdc.store import Store
 
@@ -484,13 +486,28 @@ def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = 
     items = (SourceRecord("demo", number, record)
              for number, record in enumerate(_records(pages, generations, seed), start=1))
     # Built under another name and moved into place whole: a store at `path` is complete.
+    _remove_abandoned_builds(path)
     building = path.with_name(f"{path.name}.building-{os.getpid()}")
+    try:
+        store = Store(building)
+        summary = Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers).run(items)
+        store.compact()  # drop the space that trimming old generations freed: about half the file
+        os.replace(building, path)
+    finally:
+        _remove_build_files(building)
+    return summary
+
+
+def _remove_build_files(building: Path) -> None:
     for leftover in (building, building.with_name(building.name + ".wal"),
                      building.with_name(building.name + ".lock")):
         leftover.unlink(missing_ok=True)
-    store = Store(building)
-    summary = Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers).run(items)
-    store.compact()  # drop the space that trimming old generations freed: about half the file
-    os.replace(building, path)
-    building.with_name(building.name + ".lock").unlink(missing_ok=True)
-    return summary
+
+
+def _remove_abandoned_builds(path: Path) -> None:
+    """The files of builds whose process is gone (killed, say): they are never finished."""
+    for leftover in path.parent.glob(f"{glob.escape(path.name)}.building-*"):
+        pid = leftover.name.rpartition("-")[2].split(".")[0]
+        if pid.isdigit() and not process_exists(int(pid)):
+            leftover.unlink(missing_ok=True)
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ import pyarrow as pa
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
 from cdc.errors import InvalidUrlError
+from cdc.lifeline import follow_parent
 from cdc.sources import BadRecord, RawLine, SourceRecord
 from cdc.store import PageState, RetentionPolicy, Store, WriteBatch
 from cdc.urls import canonical_url, host_of
@@ -293,11 +295,22 @@ class Ingester:
                 self.summary.batches += 1
                 if self.on_batch:
                     self.on_batch(self.summary)
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(cancel_futures=True)
-                self._pool = None
+        except BaseException:
+            self._close_pool(abandon=True)
+            raise
+        self._close_pool()
         return self.summary
+
+    def _close_pool(self, abandon: bool = False) -> None:
+        """Shut the worker pool down; `abandon` (an error, Ctrl-C, SIGTERM) stops the workers
+        mid-task rather than wait for pages nobody will store (seconds, for a WARC batch)."""
+        if self._pool is None:
+            return
+        if abandon:  # Python 3.11's pool has no public way to stop a worker mid-task
+            for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+                process.terminate()
+        self._pool.shutdown(cancel_futures=True)
+        self._pool = None
 
     def _batches(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> Iterator[tuple[list, int]]:
         batch: list[tuple[str, str | None, Pending, dict]] = []
@@ -351,8 +364,10 @@ class Ingester:
         slices = [part for part in share_out([_weight(work) for work in pages], self.workers) if part]
         if self._pool is None:
             chunk_content(b"warm")  # load the compiled kernels once, before forking
+            # The workers end with this process, however it ends (see cdc.lifeline).
             self._pool = ProcessPoolExecutor(self.workers - 1,
-                                             mp_context=multiprocessing.get_context("fork"))
+                                             mp_context=multiprocessing.get_context("fork"),
+                                             initializer=follow_parent, initargs=(os.getpid(),))
         # This process takes the first share itself, rather than wait: one process fewer,
         # and that share's pages never travel between processes.
         futures = [self._pool.submit(build_pages, [pages[n] for n in part], self.params)

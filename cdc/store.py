@@ -26,7 +26,6 @@ Values are always bound parameters; table contents arrive in bulk as Arrow table
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import random
@@ -41,6 +40,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
+from cdc.writelock import holding
 
 SCHEMA_VERSION = 1
 DEFAULT_KEEP = 3
@@ -353,26 +353,12 @@ class Store:
             finally:
                 self._lock_depth -= 1
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a") as handle:
-            deadline = time.monotonic() + self.lock_timeout
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise StoreBusyError(
-                            f"another cdc process is writing to {self.path}; wait for it to "
-                            "finish and try again") from None
-                    time.sleep(0.01)
+        with holding(self.path.with_name(self.path.name + ".lock"), self.path, self.lock_timeout):
             self._lock_depth = 1
             try:
                 yield
             finally:
                 self._lock_depth = 0
-                fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextmanager
     def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
