@@ -23,6 +23,7 @@ from cdc.errors import StoreBusyError, StoreError
 from cdc.store import RetentionPolicy, Store
 from cdc.warc import write_warc_response
 from tests import textgen
+from tests.httpserver import TestServer
 from tests.storerows import assert_same_rows, consistency_problems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,6 +198,33 @@ def test_a_killed_demo_build_ends_its_workers_and_a_new_build_succeeds(tmp_path)
     done = _cdc("--db", str(store), "demo", "--pages", "50", "--workers", "2", timeout=120)
     assert done.returncode == 0, done.stderr
     assert not list(tmp_path.glob("*.building-*")), "the killed build's files were left behind"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_fetch_leaves_the_store_free_for_the_next_run(tmp_path, signum):
+    server = TestServer().start()
+    try:
+        urls = tmp_path / "urls.txt"
+        urls.write_text("".join(server.url(f"/many/{n}") + "\n" for n in range(600)))
+        store = tmp_path / "store.duckdb"
+        command = ["--db", str(store), "fetch", "--urls", str(urls), "--delay", "0", "--concurrency", "4"]
+        log = tmp_path / "stderr"
+        with log.open("wb") as stderr:
+            process = subprocess.Popen([sys.executable, "-m", "cdc", *command], cwd=ROOT, env=ENV,
+                                       stdout=subprocess.DEVNULL, stderr=stderr)
+        deadline = time.monotonic() + 60
+        while len(server.log) < 100:  # well into the run
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(process.pid, signum)
+        process.wait(timeout=20)
+        assert not _alive(_children(process.pid))
+        done = _cdc(*command, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert Store(store).stats()["pages"] == 600
+    finally:
+        server.stop()
 
 
 # --- the lock ---------------------------------------------------------------------------------
