@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdc.store import Store
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Store
 
-DEFAULT_SHARE = 0.05
-DEFAULT_MIN_PAGES = 3
+DEFAULT_SHARE = BOILERPLATE_SHARE
+DEFAULT_MIN_PAGES = BOILERPLATE_MIN_PAGES
 SAMPLE_CHARS = 160
 
 

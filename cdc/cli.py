@@ -341,12 +341,14 @@ def _history_command(args: argparse.Namespace) -> int:
     page = find_page(store, args.url)
     print(f"{page.natural_key}  host {page.host}  first seen {page.first_seen:%Y-%m-%d %H:%M}  "
           f"last checked {page.last_checked:%Y-%m-%d %H:%M}")
-    print("gen  fetched_at        verdict         unchanged   +bytes   -bytes  kept  what changed")
+    template = {row.generation: row.template_only for row in store.history(page.natural_key)}
+    print("gen  fetched_at        verdict         unchanged   +bytes   -bytes  kept  template  what changed")
     for g in store.generations(page.natural_key):
         unchanged = f"{g.unchanged_ratio:.3f}" if g.unchanged_ratio is not None else "-"
+        flag = {True: "yes", False: "no"}.get(template.get(g.generation), "-")
         print(f"{g.generation:>3}  {g.fetched_at:%Y-%m-%d %H:%M}  {g.verdict or '-':<14} {unchanged:>9} "
               f"{g.bytes_added or 0:>8,} {g.bytes_removed or 0:>8,}  {'yes' if g.retained else 'no':>4}  "
-              f"{(g.excerpt or '')[:60]}")
+              f"{flag:>8}  {(g.excerpt or '')[:60]}")
     return EXIT_OK
 
 

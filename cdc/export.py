@@ -1,9 +1,12 @@
 """Change summaries as CSV: one function for the command line and the dashboard.
 
 RFC 4180 (comma separated, CRLF line ends, fields quoted when they need it), UTF-8.
-Page text is untrusted: a cell that a spreadsheet would read as a formula (one that
-begins with `=`, `+`, `-`, `@`, a tab or a carriage return) is prefixed with `'`, as
-OWASP advises, so opening an export never runs what a crawled page wrote.
+`template_only` is `true` when every changed chunk is the host's boilerplate (a template
+change), `false` when content changed, empty when not known (a first sighting, or a
+generation whose chunks are no longer retained). Page text is untrusted: a cell that a
+spreadsheet would read as a formula (one that begins with `=`, `+`, `-`, `@`, a tab or a
+carriage return) is prefixed with `'`, as OWASP advises, so opening an export never runs
+what a crawled page wrote.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from typing import TextIO
 from cdc.store import ChangeRow
 
 COLUMNS = (
-    "url", "host", "generation", "previous_generation", "fetched_at", "verdict", "similarity",
-    "unchanged_ratio", "retained_ratio", "bytes_added", "bytes_removed", "regions", "excerpt",
+    "url", "host", "generation", "previous_generation", "fetched_at", "verdict", "template_only",
+    "similarity", "unchanged_ratio", "retained_ratio", "bytes_added", "bytes_removed", "regions", "excerpt",
 )
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -31,6 +34,8 @@ def neutralise(cell: str) -> str:
 def _cell(value: object) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, datetime):
         return value.isoformat(sep=" ") + "Z"  # stored as UTC
     if isinstance(value, float):
@@ -46,8 +51,8 @@ def write_changes_csv(rows: Iterable[ChangeRow], out: TextIO) -> int:
     for row in rows:
         writer.writerow([_cell(value) for value in (
             row.natural_key, row.host, row.generation, row.previous_generation, row.fetched_at,
-            row.verdict, row.similarity, row.unchanged_ratio, row.retained_ratio, row.bytes_added,
-            row.bytes_removed, row.regions, row.excerpt,
+            row.verdict, row.template_only, row.similarity, row.unchanged_ratio, row.retained_ratio,
+            row.bytes_added, row.bytes_removed, row.regions, row.excerpt,
         )])
         count += 1
     return count

@@ -60,7 +60,9 @@ def compare_generations(store: Store, url: str, old: int | None = None, new: int
                 f"generation {generation} of {page.natural_key} is past the retention limit: its "
                 "text and chunks were dropped (`cdc history` lists the generations kept)")
         versions.append(version)
-    ignored = frozenset(store.boilerplate_digests(page.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES)) \
+    # The host's template over its retained generations: across a site-wide change, both the
+    # navigation it replaced and the new one are left out.
+    ignored = frozenset(store.template_digests(page.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES)) \
         if ignore_boilerplate else frozenset()
     report = compare(version_chunks(versions[0]), version_chunks(versions[1]),
                      old_text=versions[0].text, new_text=versions[1].text, ignore=ignored)

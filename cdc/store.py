@@ -68,6 +68,10 @@ CONNECTION_CONFIG = {"memory_limit": "1GB"}
 WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0, "threads": 1,
                  "checkpoint_threshold": "0B"}
 KEYS_PER_LOOKUP = 256
+# The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
+# latest generations), and on at least this many of them (`cdc.boilerplate`).
+BOILERPLATE_SHARE = 0.05
+BOILERPLATE_MIN_PAGES = 3
 # Up to this many pages a batch, ingest reads their state through the index; beyond, in one
 # scan. Fetching rows one by one costs about as much as the scan at 500 random pages of a
 # 100,000-page store, and four times as much at 4,000 (a full JSONL batch).
@@ -735,16 +739,13 @@ class Store:
             return _versions(connection, natural_key, set(generations))
 
     def history(self, natural_key: str) -> list[ChangeRow]:
+        """The page's change rows, oldest first, each marked template-only or not."""
         with self.reading() as connection:
-            host = _one(connection.execute("SELECT host FROM pages WHERE natural_key = ?", [natural_key]))
-            rows = connection.execute("""
-                SELECT natural_key, generation, previous_generation, fetched_at, verdict, similarity,
-                       unchanged_ratio, retained_ratio, bytes_added, bytes_removed, regions, excerpt
-                FROM changes WHERE natural_key = ?
-            """, [natural_key]).fetchall()
-        if host is None:
-            return []
-        return [ChangeRow(row[0], host[0], *row[1:]) for row in sorted(rows, key=lambda r: r[1])]
+            rows = connection.execute(_with_template_only(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.natural_key = ?
+            """), [natural_key, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
+        return sorted((ChangeRow(*row) for row in rows), key=lambda row: row.generation)
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
@@ -777,10 +778,11 @@ class Store:
         if limit is not None:
             values.append(limit)
         with self.reading() as connection:
-            rows = connection.execute(f"""
+            rows = connection.execute(_with_template_only(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
                 {where} ORDER BY c.fetched_at DESC, c.natural_key, c.generation DESC {tail}
-            """, values).fetchall()
+            """, "ORDER BY fetched_at DESC, natural_key, generation DESC"),
+                [*values, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     def count_changes(self, *, host: str | None = None, since: datetime | None = None,
@@ -911,6 +913,18 @@ class Store:
     def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
         return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
 
+    def template_digests(self, host: str, share: float = BOILERPLATE_SHARE,
+                         min_pages: int = BOILERPLATE_MIN_PAGES) -> set[bytes]:
+        """The host's template: its boilerplate rule counted over every retained generation,
+        not only the latest, so a comparison across a site-wide change leaves out both the
+        template it replaced and the new one (what template-only changes are judged by)."""
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                WITH host_size AS (SELECT host, count(*) AS pages FROM pages WHERE host = ? GROUP BY host)
+                {_TEMPLATE_DIGESTS}
+            """, [host, min_pages, share]).fetchall()
+        return {row[1] for row in rows}
+
     def shared_across_hosts(self, min_hosts: int = 2, limit: int = 1000,
                             with_samples: bool = False) -> list[tuple]:
         """Digests in the latest generations of pages on `min_hosts` or more hosts (and,
@@ -1025,11 +1039,68 @@ class ChangeRow:
     bytes_removed: int
     regions: int
     excerpt: str | None
+    # Every changed chunk is the host's boilerplate (a template change), at query time
+    # against the boilerplate as it is then; None for a first sighting, or where either
+    # generation's chunk rows are no longer retained.
+    template_only: bool | None = None
 
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
                    "c.bytes_removed, c.regions, c.excerpt")
+
+
+# A host's template: digests on at least `?` (minimum pages) and more than `?` (share) of the
+# pages of the hosts in `host_size` (host, pages), counted over every retained generation.
+_TEMPLATE_DIGESTS = """
+    SELECT p.host, c.digest
+    FROM content_chunks c
+    JOIN pages p ON p.natural_key = c.natural_key
+    JOIN host_size h ON h.host = p.host
+    GROUP BY p.host, c.digest
+    HAVING count(DISTINCT c.natural_key) >= ? AND count(DISTINCT c.natural_key) > ? * any_value(h.pages)
+"""
+
+
+def _with_template_only(picked: str, order: str = "") -> str:
+    """`picked` (a query of `_CHANGE_COLUMNS`) with a last column, `template_only`.
+
+    A change is template-only when every chunk digest whose count differs between the two
+    generations (added, removed, or one copy of a repeated chunk more or fewer) is part of
+    the host's template: on at least `?` pages and more than `?` of the host's pages (the
+    rule of `host_boilerplate`), counted over every retained generation rather than the
+    latest alone, so that the navigation a site-wide change replaced still counts as
+    template on the old side. Only the hosts of the picked rows are counted, and only the
+    picked rows' chunks are read. Binds, after `picked`'s own values: the minimum pages,
+    then the share.
+    """
+    return f"""
+        WITH picked AS ({picked}),
+        host_size AS (
+            SELECT host, count(*) AS pages FROM pages
+            WHERE host IN (SELECT DISTINCT host FROM picked) GROUP BY host
+        ),
+        template AS ({_TEMPLATE_DIGESTS}),
+        counted AS (
+            SELECT x.natural_key, x.generation, x.host, cc.digest,
+                   count(*) FILTER (WHERE cc.generation = x.generation) AS in_new,
+                   count(*) FILTER (WHERE cc.generation = x.previous_generation) AS in_old
+            FROM picked x JOIN content_chunks cc
+              ON cc.natural_key = x.natural_key
+             AND (cc.generation = x.generation OR cc.generation = x.previous_generation)
+            GROUP BY ALL
+        ),
+        flags AS (
+            SELECT k.natural_key, k.generation,
+                   CASE WHEN sum(k.in_new) = 0 OR sum(k.in_old) = 0 THEN NULL
+                        ELSE bool_or(k.in_new <> k.in_old)
+                             AND bool_and(k.in_new = k.in_old OR b.digest IS NOT NULL) END AS template_only
+            FROM counted k LEFT JOIN template b ON b.host = k.host AND b.digest = k.digest
+            GROUP BY ALL
+        )
+        SELECT picked.*, flags.template_only
+        FROM picked LEFT JOIN flags USING (natural_key, generation) {order}
+    """
 
 
 def _database_name(connection: duckdb.DuckDBPyConnection) -> str:

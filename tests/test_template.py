@@ -1,0 +1,81 @@
+"""Template-only changes: every changed chunk is the host's boilerplate.
+
+A crawl of twelve pages of one host whose shared navigation changes on every page between
+two crawls (a site-wide template change), and on one page the content changes too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from cdc.cli import main
+from cdc.ingest import Ingester
+from cdc.queries import compare_generations
+from cdc.sources import SourceRecord
+from cdc.store import Store
+from tests import crawlgen
+
+PAGES = 12
+HOST = "https://shop.example"
+EDITED = f"{HOST}/item/3"  # its content changes as well
+
+
+def _template_change(navigation: str) -> str:
+    """The navigation with one word replaced a quarter of the way in: inside a chunk of navigation alone."""
+    middle = len(navigation) // 4
+    at = navigation.index(" ", middle) + 1
+    end = navigation.index(" ", at)
+    return navigation[:at] + "Sale" + navigation[end:]
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> Store:
+    records = [crawlgen.record(f"{HOST}/item/{n}", 0, crawlgen.page_versions(n, 1)[0]) for n in range(PAGES)]
+    changed = []
+    for n, first in enumerate(records):
+        record = {**first, "fetched_at": crawlgen.record("x", 1, "")["fetched_at"],
+                  "sections": [dict(section) for section in first["sections"]]}
+        record["sections"][0]["text"] = _template_change(crawlgen.NAVIGATION)
+        if record["url"] == EDITED:
+            record["sections"][1]["text"] = crawlgen.page_versions(n, 2)[1]
+        changed.append(record)
+    store = Store(tmp_path / "cdc.duckdb")
+    Ingester(store).run(SourceRecord("crawl", number, record)
+                        for number, record in enumerate(records + changed, start=1))
+    return store
+
+
+def test_a_template_change_is_template_only_and_a_content_change_is_not(store):
+    for n in range(PAGES):
+        first, second = store.history(_key(store, n))
+        assert first.template_only is None, "a first sighting has nothing to compare"
+        assert second.verdict != "unchanged"
+        assert second.template_only is (f"{HOST}/item/{n}" != EDITED), _key(store, n)
+
+
+def _key(store: Store, n: int) -> str:
+    return next(key for key in store.page_keys() if key.endswith(f"/item/{n}"))
+
+
+def test_with_boilerplate_left_out_a_template_only_change_compares_unchanged(store):
+    template_page, content_page = f"{HOST}/item/1", EDITED
+    assert compare_generations(store, template_page).report.verdict != "unchanged"
+    assert compare_generations(store, template_page, ignore_boilerplate=True).report.verdict == "unchanged"
+    assert compare_generations(store, content_page, ignore_boilerplate=True).report.verdict != "unchanged"
+
+
+def test_export_and_history_show_template_only(store, capsys):
+    assert main(["--db", str(store.path), "export"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    flags = {(row["url"], row["generation"]): row["template_only"] for row in rows}
+    assert flags[(_key(store, 1), "2")] == "true"
+    assert flags[(_key(store, 3), "2")] == "false"
+    assert flags[(_key(store, 1), "1")] == ""
+
+    assert main(["--db", str(store.path), "history", f"{HOST}/item/1"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()[1:]
+    column = header.split().index("template")
+    assert {row.split()[0]: row.split()[column + 1] for row in rows} == {"1": "-", "2": "yes"}
