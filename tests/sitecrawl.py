@@ -19,7 +19,9 @@ text occurs once in the page, so each edit can be found again in extracted text
 
 from __future__ import annotations
 
+import collections
 import functools
+import gzip
 import html
 import json
 import random
@@ -51,6 +53,7 @@ TAG = re.compile(r"<[^>]*>")
 NUMBER_WORD = re.compile(r"(?<![\w.,:/#&-])\d{1,4}(?![\w:/;-]|[.,]\d)")
 WARC_DATE = re.compile(rb"^WARC-Date: (\S+)\r$", re.M)
 WGET_OK = (0, 8)  # 8: some answers were errors (robots.txt is not there)
+BUILDER = 2  # the version of the edits made: bump when what `edit_site` does changes
 START_PAGE = "sitemap.html"  # written beside the pages: the crawl starts there
 
 
@@ -106,6 +109,7 @@ class Manifest:
     seed: int
     banner: str
     pages: dict[str, PageEdit] = field(default_factory=dict)
+    builder: int = 0  # BUILDER when built: a cached build by another version is built again
 
     def edits(self, kind: str | None = None) -> list[PageEdit]:
         """Pages with a real edit (of `kind`, if given), in URL order."""
@@ -235,7 +239,7 @@ def apply_edit(page: str, kind: str, at: Paragraph, rng: random.Random) -> tuple
 def edit_site(root: Path, paths: list[str], base_url: str, seed: int) -> Manifest:
     """Add the banner to every page under `root` and make the seeded real edits, in place."""
     rng = random.Random(seed)
-    manifest = Manifest(base_url, seed, BANNER)
+    manifest = Manifest(base_url, seed, BANNER, builder=BUILDER)
     texts = {path: (root / path).read_text(encoding="utf-8") for path in paths}
     editable = [path for path in paths if any(possible_edits(texts[path]).values())]
     chosen = sorted(rng.sample(editable, min(len(editable), max(len(EDIT_KINDS),
@@ -250,8 +254,9 @@ def edit_site(root: Path, paths: list[str], base_url: str, seed: int) -> Manifes
         kind, fields = kinds.get(path, NONE), {}
         if kind != NONE:
             options = possible_edits(page)
-            if not options[kind]:  # the page cannot take its kind: the first kind it can
-                kind = next(k for k in EDIT_KINDS if options[k])
+            if not options[kind]:  # the page cannot take its kind: the rarest so far that it can
+                made = collections.Counter(edit.kind for edit in manifest.pages.values())
+                kind = min((k for k in EDIT_KINDS if options[k]), key=made.__getitem__)
             page, fields = apply_edit(page, kind, rng.choice(options[kind]), rng)
         (root / path).write_text(page, encoding="utf-8")
         manifest.pages[url] = PageEdit(url, path, kind, banner=True, **fields)
@@ -356,14 +361,12 @@ def cached_two_crawls(workdir: Path, pages: int | None = None, seed: int = 0) ->
     if crawl1.exists() and crawl2.exists() and saved.exists():
         manifest = Manifest.from_json(saved.read_text())
         built = sorted(page.path for page in manifest.pages.values() if page.path != START_PAGE)
-        if manifest.seed == seed and built == select_pages(pages):
+        if (manifest.builder, manifest.seed, built) == (BUILDER, seed, select_pages(pages)):
             return TwoCrawls(crawl1, crawl2, manifest, 0.0)
     return build_two_crawls(workdir, pages, seed)
 
 
 def warc_dates(warc: Path) -> list[str]:
     """The WARC-Date of every record of a WARC.gz (for checking the crawls' times)."""
-    import gzip
-
     with gzip.open(warc, "rb") as stream:
         return [date.decode() for date in WARC_DATE.findall(stream.read())]

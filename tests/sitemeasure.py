@@ -32,15 +32,16 @@ from tests.sitecrawl import DELETE, INSERT, MOVE, NUMBER, Manifest, PageEdit, lo
 
 MOVE_KIND = "move"
 MOVE_COVER = 0.9  # of the moved paragraph's bytes a move edit must cover
-# The template of every page of Python's docs as Resiliparse's whole-page text has it (any
-# whitespace between the words: a space today, a line break once blocks are kept): the bar of
-# related links (twice), its breadcrumb root, the sidebar's links and the footer.
-NAVIGATION = tuple(re.compile(pattern.encode()) for pattern in (
-    r"index\s+modules(?:\s*\|\s*next)?(?:\s*\|\s*previous)?\s*\|",
-    r"(?:python\s+logo\s+)?Python\s+»\s+3\.11\S*\s+Documentation\s+»",
-    r"Report\s+a\s+Bug\s+Show\s+Source",
-    r"©\s+Copyright\s+2001-\d{4},\s+Python\s+Software\s+Foundation\.[\s\S]{0,800}?"
-    r"Created\s+using\s+Sphinx\s+[\d.]+\.",
+# The template of every page of Python's docs as Resiliparse's whole-page text has it, the
+# bar of related links (twice), its breadcrumb root, the sidebar's links and the footer, with
+# any whitespace between the words (a space today; a line break, and the bullet Resiliparse's
+# plain text gives a list item, once blocks are kept).
+_GAP, _MAYBE_GAP = r"[\s•]+", r"[\s•]*"
+NAVIGATION = tuple(re.compile(pattern.replace("_", _GAP).replace("~", _MAYBE_GAP).encode()) for pattern in (
+    r"index_modules(?:~\|_next)?(?:~\|_previous)?~\|",
+    r"(?:python_logo_)?Python_»_3\.11\S*_Documentation_»",
+    r"Report_a_Bug_Show_Source",
+    r"©_Copyright_2001-\d{4},_Python_Software_Foundation\.[\s\S]{0,800}?Created_using_Sphinx_[\d.]+\.",
 ))
 
 
