@@ -733,10 +733,14 @@ class Store:
         """A retained generation's text and chunks; None when it is not retained."""
         return self.versions(natural_key, [generation]).get(generation)
 
-    def versions(self, natural_key: str, generations: Sequence[int]) -> dict[int, Version]:
-        """Retained generations of one page, by number, read through one connection."""
-        with self.reading() as connection:
-            return _versions(connection, natural_key, set(generations))
+    def versions(self, natural_key: str, generations: Sequence[int],
+                 connection: duckdb.DuckDBPyConnection | None = None) -> dict[int, Version]:
+        """Retained generations of one page, by number, read through one connection (the
+        given one: a caller reading many pages opens one, not one per page)."""
+        if connection is None:
+            with self.reading() as connection:
+                return _versions(connection, natural_key, set(generations))
+        return _versions(connection, natural_key, set(generations))
 
     def history(self, natural_key: str) -> list[ChangeRow]:
         """The page's change rows, oldest first, each marked template-only or not."""
