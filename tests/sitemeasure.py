@@ -100,6 +100,8 @@ class SiteStore:
         self.manifest = manifest
         self.host = store.page(canonical_url(next(iter(manifest.pages)))).host
         self.boilerplate = frozenset(store.boilerplate_digests(self.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES))
+        # What `cdc compare --ignore-boilerplate` leaves out: the rule over both crawls.
+        self.template = frozenset(store.template_digests(self.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES))
         latest = {row[0]: row[1] for row in store.host_pages(self.host)}
         self.versions: dict[str, dict[int, Version]] = {}
         with store.reading() as connection:
@@ -124,7 +126,7 @@ class SiteStore:
                 old, new = versions[1], versions[2]
                 pair = Pair(old, new, compare(
                     version_chunks(old), version_chunks(new), old_text=old.text, new_text=new.text,
-                    ignore=self.boilerplate if ignore_boilerplate else frozenset()))
+                    ignore=self.template if ignore_boilerplate else frozenset()))
             self._pairs[url, ignore_boilerplate] = pair
         return self._pairs[url, ignore_boilerplate]
 
