@@ -185,6 +185,16 @@ def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
             store.mark_checked(connection, checked)
 
 
+def chunk_table(rows: list[tuple]) -> pa.Table:
+    """`content_chunks` rows (natural_key, generation, chunk_index, digest, length) as Arrow."""
+    return _table(rows, _CHUNKS_SCHEMA)
+
+
+def change_table(rows: list[tuple]) -> pa.Table:
+    """`changes` rows (`cdc.versions.change_row`) as Arrow."""
+    return _table(rows, _CHANGES_SCHEMA)
+
+
 def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
     """The rows of built pages as the Arrow tables `Store.write` appends."""
     columns = _Columns()
@@ -237,6 +247,7 @@ class _Columns:
 
 
 def _table(rows: list[tuple], schema: pa.Schema, text_column: int | None = None) -> pa.Table:
+    """Rows as an Arrow table of `schema`, built column by column."""
     columns = list(zip(*rows)) if rows else [[] for _ in schema]
     arrays = []
     for i, (values, column) in enumerate(zip(columns, schema)):

@@ -450,6 +450,56 @@ class Store:
                 f"cdc makes {expected}: digests of two specs never compare. Ingest into a new "
                 "store (--db NEWPATH), or re-ingest the crawl there")
 
+    def stored_spec(self) -> str | None:
+        """The chunker spec the store's digests were made under, read without the spec check."""
+        with self._connect(write=False) as connection:
+            try:
+                return dict(connection.execute("SELECT key, value FROM meta").fetchall()).get("spec")
+            except duckdb.CatalogException as exc:
+                raise StoreError(f"{self.path} is not a cdc store (it has no meta table)") from exc
+
+    # --- re-chunking (cdc.migrate) ----------------------------------------------------------
+
+    def retained_keys(self, connection: duckdb.DuckDBPyConnection) -> list[str]:
+        """Pages with at least one retained text, in key order."""
+        return [row[0] for row in connection.execute(
+            "SELECT DISTINCT natural_key FROM generations WHERE text IS NOT NULL ORDER BY 1").fetchall()]
+
+    def retained_texts(self, connection: duckdb.DuckDBPyConnection,
+                       keys: Sequence[str]) -> list[tuple[str, int, datetime, bytes]]:
+        """(natural_key, generation, fetched_at, UTF-8 text) of the retained generations of
+        `keys`, by key and generation."""
+        rows = _by_keys(connection, """
+            SELECT natural_key, generation, fetched_at, encode(text) FROM generations
+            WHERE natural_key IN ({keys}) AND text IS NOT NULL
+        """, keys)
+        return sorted(rows, key=lambda row: (row[0], row[1]))
+
+    def replace_chunks(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str],
+                       chunks: pa.Table, changes: pa.Table) -> None:
+        """The chunk rows of `keys` replaced by `chunks` (chunk counts follow), and the
+        change rows in `changes` replaced, matched by page and generation."""
+        with (_registered(connection, "migrated_keys", _key_table(keys)),
+              _registered(connection, "migrated_chunks", chunks),
+              _registered(connection, "migrated_changes", changes)):
+            connection.execute("DELETE FROM content_chunks WHERE natural_key IN "
+                               "(SELECT natural_key FROM migrated_keys)")
+            connection.execute("INSERT INTO content_chunks SELECT * FROM migrated_chunks")
+            connection.execute("""
+                UPDATE generations SET chunk_count = n.chunks
+                FROM (SELECT natural_key, generation, count(*) AS chunks FROM migrated_chunks
+                      GROUP BY ALL) n
+                WHERE generations.natural_key = n.natural_key AND generations.generation = n.generation
+            """)
+            connection.execute("""
+                UPDATE changes SET similarity = m.similarity, unchanged_ratio = m.unchanged_ratio,
+                       retained_ratio = m.retained_ratio, bytes_added = m.bytes_added,
+                       bytes_removed = m.bytes_removed, regions = m.regions, verdict = m.verdict,
+                       excerpt = m.excerpt
+                FROM migrated_changes m
+                WHERE changes.natural_key = m.natural_key AND changes.generation = m.generation
+            """)
+
     def meta(self) -> dict[str, str]:
         with self.reading() as connection:
             return dict(connection.execute("SELECT key, value FROM meta").fetchall())

@@ -186,6 +186,23 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
     return outcomes
 
 
+def change_row(key: str, generation: int, fetched_at: datetime, report: ChangeReport | None,
+               old_text: bytes | None, content: bytes) -> tuple:
+    """The `changes` row of a generation: its measures against the one before (`report`,
+    None for a page's first generation)."""
+    return (
+        key, generation, generation - 1 or None, fetched_at,
+        report.similarity if report else None,
+        report.unchanged_ratio if report else None,
+        report.retained_ratio if report else None,
+        report.bytes_added if report else len(content),
+        report.bytes_removed if report else 0,
+        len(report.changed_regions) + len(report.removed_regions) if report else 0,
+        report.verdict if report else NEW,
+        excerpt(report, old_text or b"", content),
+    )
+
+
 def _add_generations(work: PageWork, outcome: PageOutcome, fresh: list[Pending],
                      contents: dict[int, bytes], digests: dict[int, bytes], all_chunks) -> None:
     state = work.state
@@ -210,17 +227,7 @@ def _add_generations(work: PageWork, outcome: PageOutcome, fresh: list[Pending],
                                     len(content), len(chunks), content if retained else None))
         if retained:
             outcome.chunks += [(key, generation, c.index, c.digest, c.length) for c in chunks]
-        outcome.changes.append((
-            key, generation, generation - 1 or None, item.fetched_at,
-            report.similarity if report else None,
-            report.unchanged_ratio if report else None,
-            report.retained_ratio if report else None,
-            report.bytes_added if report else len(content),
-            report.bytes_removed if report else 0,
-            len(report.changed_regions) + len(report.removed_regions) if report else 0,
-            report.verdict if report else NEW,
-            excerpt(report, old_text or b"", content),
-        ))
+        outcome.changes.append(change_row(key, generation, item.fetched_at, report, old_text, content))
         old_text, old_chunks = content, chunks
     first, last = fresh[0], fresh[-1]
     outcome.page = (key, last.url, work.host, work.retention_class, generation, first.fetched_at,
