@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
+from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from cdc.cli import main
 from cdc.ingest import Ingester
@@ -17,6 +20,9 @@ from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
 from cdc.store import Store
 from tests import crawlgen
+from tests.test_dashboard import open_page
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PAGES = 12
 HOST = "https://shop.example"
@@ -79,3 +85,12 @@ def test_export_and_history_show_template_only(store, capsys):
     header, *rows = capsys.readouterr().out.splitlines()[1:]
     column = header.split().index("template")
     assert {row.split()[0]: row.split()[column + 1] for row in rows} == {"1": "-", "2": "yes"}
+
+
+def test_the_compare_view_says_a_template_change_is_one(store, monkeypatch):
+    monkeypatch.setenv("CDC_DB", str(store.path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    for url, expected in ((_key(store, 1), True), (_key(store, 3), False)):
+        app = open_page(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60), "views/compare.py",
+                        url=url, **{"from": "1", "to": "2"})
+        assert any("A template change" in info.value for info in app.info) is expected
