@@ -112,9 +112,13 @@ def find_moves(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int]
     paragraphs swapped)."""
     found: list[tuple[int, int, int, int]] = []
     old_used, new_used = [False] * len(old), [False] * len(new)
-    for _ in range(ROUNDS):
-        old_values, old_kept_groups, old_runs, old_at = _left(old, old_groups, old_used)
-        new_values, new_kept_groups, new_runs, new_at = _left(new, new_groups, new_used)
+    for round_number in range(ROUNDS):
+        if round_number == 0:  # nothing used yet: the sequences as they are
+            old_values, old_kept_groups, old_runs, old_at = old, old_groups, old_groups, range(len(old))
+            new_values, new_kept_groups, new_runs, new_at = new, new_groups, new_groups, range(len(new))
+        else:
+            old_values, old_kept_groups, old_runs, old_at = _left(old, old_groups, old_used)
+            new_values, new_kept_groups, new_runs, new_at = _left(new, new_groups, new_used)
         if min(len(old_values), len(new_values)) < MIN_MOVE_TOKENS:
             break
         anchors = _anchors(old_values, old_runs, new_values, new_runs, old_kept_groups, new_kept_groups)
