@@ -137,6 +137,8 @@ def _print_report(report: ChangeReport, old: bytes, new: bytes) -> None:
             print(f"  + at {edit.new_offset}: {after}")
         elif edit.kind == "delete":
             print(f"  - at {edit.old_offset}: {before}")
+        elif edit.kind == "move":
+            print(f"  > moved from {edit.old_offset} to {edit.new_offset}: {after}")
         else:
             print(f"  ~ at {edit.new_offset}: {before} -> {after}")
 

@@ -3,7 +3,9 @@
 The chunk lists are aligned by their digests (a longest common subsequence, computed by
 rapidfuzz): shared chunks in order are the alignment; shared chunks out of order are moves,
 not a removal plus an addition; the rest are added (in the new version) or removed (in the
-old). Given the two texts, `cdc.refine` narrows each changed stretch to the exact words.
+old). Given the two texts, `cdc.refine` narrows each changed stretch to the exact words,
+and reports text deleted in one place and inserted in another (moved chunks included) as
+`move` edits, with the edits inside them; moved text counts as unchanged in the measures.
 
 Measures:
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
-from cdc.refine import Edit, Span, refine, stretches
+from cdc.refine import MOVE, Edit, Span, refine, stretches
 
 UNCHANGED = "unchanged"
 MINOR = "minor"
@@ -89,16 +91,17 @@ class ChangeReport:
 
     @property
     def bytes_added(self) -> int:
-        """Bytes of the new version that are new: word level when edits are known."""
+        """Bytes of the new version that are new: word level when edits are known (moved
+        text is not new; the edits inside a move are)."""
         if self.edits:
-            return sum(edit.new_length for edit in self.edits)
+            return sum(edit.new_length for edit in self.edits if edit.kind != MOVE)
         return sum(length for _, length in self.changed_regions)
 
     @property
     def bytes_removed(self) -> int:
         """Bytes of the old version that are gone: word level when edits are known."""
         if self.edits:
-            return sum(edit.old_length for edit in self.edits)
+            return sum(edit.old_length for edit in self.edits if edit.kind != MOVE)
         return sum(length for _, length in self.removed_regions)
 
 
@@ -132,6 +135,19 @@ def _pair_moves(old: list[Chunk], new: list[Chunk], old_loose: list[int],
         if candidates:
             pairs.append((candidates.pop(0), j))
     return pairs
+
+
+def _move_runs(old: list[Chunk], new: list[Chunk],
+               moves: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
+    """Runs of moved chunks that follow one another on both sides, as byte ranges
+    (old start, old end, new start, new end)."""
+    runs: list[list[int]] = []
+    for i, j in sorted(moves, key=lambda pair: pair[1]):
+        if runs and runs[-1][1] == old[i].offset and runs[-1][3] == new[j].offset:
+            runs[-1][1], runs[-1][3] = old[i].end, new[j].end
+        else:
+            runs.append([old[i].offset, old[i].end, new[j].offset, new[j].end])
+    return [(a, b, c, d) for a, b, c, d in runs]
 
 
 def _spans(opcodes: list[tuple], old_kept: list[Chunk], new_kept: list[Chunk],
@@ -207,9 +223,11 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
     if old_text is not None and changed:
         moved_old = {i for i, _ in moves}
         moved_new = {j for _, j in moves}
-        edits = refine(old_text, new_text, _spans(opcodes, old_kept, new_kept, moved_old, moved_new))
-        new_changed = sum(e.new_length for e in edits)
-        old_changed = sum(e.old_length for e in edits)
+        edits = refine(old_text, new_text, _spans(opcodes, old_kept, new_kept, moved_old, moved_new),
+                       _move_runs(old_kept, new_kept, moves))
+        # Moved text is kept text: a paragraph moved and nothing else is a minor change.
+        new_changed = sum(e.new_length for e in edits if e.kind != MOVE)
+        old_changed = sum(e.old_length for e in edits if e.kind != MOVE)
     else:
         new_changed = sum(c.length for c in added)
         old_changed = sum(c.length for c in removed)

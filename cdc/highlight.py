@@ -25,7 +25,7 @@ from collections.abc import Collection, Sequence
 
 from cdc.chunking import Chunk
 from cdc.compare import ChangeReport
-from cdc.refine import DELETE, INSERT, REPLACE, WHITESPACE
+from cdc.refine import DELETE, INSERT, MOVE, REPLACE, WHITESPACE
 
 PALETTE = {
     "shared": "#4C78A8",  # aligned, in order
@@ -41,6 +41,8 @@ STRONG_ALPHA = "80"  # hex alpha of an exact edit's background: strong
 REMOVED = "cdc-removed"  # a removed chunk region, old column
 ADDED = "cdc-added"  # an added chunk region, new column
 MOVED = "cdc-moved"  # a moved chunk, either column
+MOVE_FROM = "cdc-move-from"  # a move edit's text where it was, old column
+MOVE_TO = "cdc-move-to"  # a move edit's text where it went, new column
 DEL = "cdc-del"  # the exact words deleted or replaced, old column
 INS = "cdc-ins"  # the exact words inserted or replacing, new column
 POINT_INS = "cdc-point-ins"  # where words were inserted, old column (an empty element)
@@ -60,6 +62,8 @@ STYLE = f"""<style>
 .cdc-added {{background: {PALETTE["added"]}{SHADE_ALPHA};}}
 .cdc-moved {{background: {PALETTE["moved"]}{SHADE_ALPHA};
   box-shadow: inset 0 -2px 0 {PALETTE["moved"]};}}
+.cdc-move-from, .cdc-move-to {{outline: 1px dashed {PALETTE["moved"]}; outline-offset: -1px;
+  background: {PALETTE["moved"]}{SHADE_ALPHA};}}
 del.cdc-del {{background: {PALETTE["removed"]}{STRONG_ALPHA}; text-decoration: line-through;}}
 ins.cdc-ins {{background: {PALETTE["added"]}{STRONG_ALPHA}; text-decoration: none;}}
 .cdc-point-ins, .cdc-point-del {{display: inline-block; width: 0; height: 1.1em;
@@ -184,6 +188,7 @@ def _old_marks(report: ChangeReport, old_chunks: Sequence[Chunk] | None) -> tupl
     ranges = [(offset, offset + length, REMOVED) for offset, length in report.removed_regions]
     ranges += [(e.old_offset, e.old_offset + e.old_length, DEL)
                for e in report.edits if e.kind in (DELETE, REPLACE)]
+    ranges += [(e.old_offset, e.old_offset + e.old_length, MOVE_FROM) for e in report.edits if e.kind == MOVE]
     points = [(e.old_offset, POINT_INS) for e in report.edits if e.kind == INSERT]
     if old_chunks is not None:
         by_index = {chunk.index: chunk for chunk in old_chunks}
@@ -197,6 +202,7 @@ def _new_marks(report: ChangeReport) -> tuple[list[Range], list[Point]]:
     ranges = [(offset, offset + length, ADDED) for offset, length in report.changed_regions]
     ranges += [(e.new_offset, e.new_offset + e.new_length, INS)
                for e in report.edits if e.kind in (INSERT, REPLACE)]
+    ranges += [(e.new_offset, e.new_offset + e.new_length, MOVE_TO) for e in report.edits if e.kind == MOVE]
     ranges += [(chunk.offset, chunk.end, MOVED) for chunk in report.moved]
     points = [(e.new_offset, POINT_DEL) for e in report.edits if e.kind == DELETE]
     return ranges, points
@@ -209,7 +215,9 @@ def side_by_side_html(old_text: bytes, new_text: bytes, report: ChangeReport,
 
     Old column: removed chunk regions shaded, exact deletions in `<del class="cdc-del ...">`,
     insertion points as empty `cdc-point-ins` spans. New column: added chunk regions shaded,
-    exact insertions in `<ins class="cdc-ins ...">`, deletion points. Moved chunks are shaded
+    exact insertions in `<ins class="cdc-ins ...">`, deletion points. A `move` edit's text is
+    outlined at both places (`cdc-move-from` in the old column, `cdc-move-to` in the new),
+    the edits inside it marked as any others. Moved chunks are shaded
     in the new column, and in the old column too when `old_chunks` (the old version's chunks)
     is given. The first mark of each column has the id `cdc-first-change-old` / `-new`;
     there are none when nothing changed.
@@ -262,16 +270,15 @@ def changes_list(old_text: bytes, new_text: bytes, report: ChangeReport, *,
 
     Keys: kind, old_text, new_text (shortened plain text: NOT escaped, so escape it before
     putting it in HTML), old_offset, old_length, new_offset, new_length (bytes; None where a
-    side does not apply). Kinds: the exact edits' `insert`, `delete`, `replace` when the
-    report has them, else the chunk regions as `removed` and `added`; then `moved` chunks
-    (their old offset only when `old_chunks` is given).
+    side does not apply). Kinds: the exact edits' `insert`, `delete`, `replace` and `move`
+    (moved chunks among them) when the report has them; else the chunk regions as `removed`
+    and `added`, then `moved` chunks (their old offset only when `old_chunks` is given).
     """
     if report.edits:
-        rows = [_entry(e.kind, old_text, new_text, (e.old_offset, e.old_length),
+        return [_entry(e.kind, old_text, new_text, (e.old_offset, e.old_length),
                        (e.new_offset, e.new_length)) for e in report.edits]
-    else:
-        rows = [_entry("removed", old_text, new_text, region, None) for region in report.removed_regions]
-        rows += [_entry("added", old_text, new_text, None, region) for region in report.changed_regions]
+    rows = [_entry("removed", old_text, new_text, region, None) for region in report.removed_regions]
+    rows += [_entry("added", old_text, new_text, None, region) for region in report.changed_regions]
     by_index = {chunk.index: chunk for chunk in old_chunks or ()}
     old_of = {n: by_index.get(o) for o, n in report.alignment}
     for chunk in report.moved:

@@ -1,17 +1,23 @@
-"""Exact edits: narrow each changed stretch of chunks to the words that changed.
+"""Exact edits: narrow each changed stretch of chunks to the tokens that changed.
 
 Only the stretches the chunk comparison marks as changed are read, so the cost grows with
 the change, not with the page. In each stretch:
 
-1. The stretch is widened to whole words where it meets an unchanged neighbour (chunk
-   boundaries fall mid-word), and its common prefix and suffix are set aside.
-2. What is left is split into words (runs of non-whitespace bytes: ASCII whitespace never
-   occurs inside a UTF-8 character, so no offset splits one) by a compiled pass that also
-   hashes each word, and the two word sequences are diffed with rapidfuzz's compiled Indel
-   alignment.
-3. Short runs of equal words stranded between two larger edits are absorbed into them,
-   as diff-match-patch's semantic cleanup does: unrelated texts share "the" and "of",
-   and a report that keeps those is noise, not precision.
+1. The stretch is widened to whole tokens where it meets an unchanged neighbour (chunk
+   boundaries fall mid-word), and its common prefix and suffix are set aside, short of the
+   block (line) they end in.
+2. What is left is split into tokens by a compiled pass that decodes UTF-8 (so no offset
+   splits a character) and hashes each token: a character of a script written without
+   spaces (Han, kana, Thai, ...: see `_char_class`) is a token with the marks after it;
+   otherwise a token is a run of other characters up to whitespace. The two token
+   sequences are diffed with rapidfuzz's compiled Indel alignment, and pure insertions and
+   deletions slid to start a block where they can.
+3. Short runs of equal tokens stranded between two larger edits are absorbed into them,
+   as diff-match-patch's semantic cleanup does, counted in tokens so that every script is
+   treated alike: unrelated texts share "the" and "of", and a report that keeps those is
+   noise, not precision.
+4. Text deleted in one place and inserted in another is a `move` (see `cdc.moves`), with
+   the edits inside it; chunks the chunk comparison found moved are moves too.
 
 Offsets and lengths are in bytes of the two texts.
 """
@@ -19,6 +25,7 @@ Offsets and lengths are in bytes of the two texts.
 from __future__ import annotations
 
 from array import array
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -29,21 +36,24 @@ from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
 from cdc.compiled import AHEAD_OF_TIME, njit
+from cdc.moves import find_moves
 from cdc.native import xxh3_64_of
 
 INSERT = "insert"
 DELETE = "delete"
 REPLACE = "replace"
+MOVE = "move"
 
 WHITESPACE = b" \t\n\r\x0b\x0c"  # what bytes.split() splits on
-WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a word boundary
-SHORT_EQUALITY = 24  # bytes of equal words between changes that count as noise
+WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a token boundary or a block's start
+SHORT_EQUALITY = 1  # tokens: one equal token between changes, next to a larger one, is noise
+EQUALITY_SHARE = 8  # an equal run at most 1/8 of the smaller change around it is noise
 
 
 class Edit(NamedTuple):
     """One word-level edit: bytes `old_offset:+old_length` became `new_offset:+new_length`."""
 
-    kind: str  # insert, delete or replace
+    kind: str  # insert, delete, replace or move (from old_offset to new_offset)
     old_offset: int
     old_length: int
     new_offset: int
@@ -77,24 +87,31 @@ def _is_continuation(text: bytes, i: int) -> bool:
     return 0 <= i < len(text) and 0x80 <= text[i] < 0xC0
 
 
-def _word_start(text: bytes, i: int, floor: int) -> int:
-    """Move `i` back to the start of the word it is in, no further than `floor`."""
-    floor = max(floor, i - WIDEN_LIMIT)
-    while i > floor and text[i - 1] not in WHITESPACE:
-        i -= 1
-    while _is_continuation(text, i):
-        i -= 1
-    return i
+def _word_start(old_text: bytes, new_text: bytes, old: int, new: int, floor: int) -> int:
+    """How far back (in bytes) the ranges starting at `old` and `new`, after the same bytes,
+    must move to start at a token boundary in both texts, going no further than `floor`
+    in the old text."""
+    limit = min(old - floor, WIDEN_LIMIT)
+    shift = 0
+    while shift < limit and not (is_token_boundary(old_text, old - shift)
+                                 and is_token_boundary(new_text, new - shift)):
+        shift += 1
+    while _is_continuation(old_text, old - shift):
+        shift += 1
+    return shift
 
 
-def _word_end(text: bytes, i: int, ceiling: int) -> int:
-    """Move `i` forward to the end of the word it is in, no further than `ceiling`."""
-    ceiling = min(ceiling, i + WIDEN_LIMIT)
-    while i < ceiling and text[i] not in WHITESPACE:
-        i += 1
-    while _is_continuation(text, i):
-        i += 1
-    return i
+def _word_end(old_text: bytes, new_text: bytes, old: int, new: int, ceiling: int) -> int:
+    """How far forward the ranges ending at `old` and `new`, before the same bytes, must
+    move to end at a token boundary in both texts, no further than `ceiling` in the old."""
+    limit = min(ceiling - old, WIDEN_LIMIT)
+    shift = 0
+    while shift < limit and not (is_token_boundary(old_text, old + shift)
+                                 and is_token_boundary(new_text, new + shift)):
+        shift += 1
+    while _is_continuation(old_text, old + shift):
+        shift += 1
+    return shift
 
 
 def _point_between(before: Chunk | None, after: Chunk | None) -> int:
@@ -113,11 +130,13 @@ def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[list[list[in
     before, after = (span.old_before, span.new_before), (span.old_after, span.new_after)
     if all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]:
         # The neighbours hold the same bytes, so both sides widen by the same amount.
-        start = _word_start(old_text, old_pieces[0][0], before[0].offset)
-        old_pieces[0][0], new_pieces[0][0] = start, new_pieces[0][0] - (old_pieces[0][0] - start)
+        shift = _word_start(old_text, new_text, old_pieces[0][0], new_pieces[0][0], before[0].offset)
+        old_pieces[0][0] -= shift
+        new_pieces[0][0] -= shift
     if all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]:
-        end = _word_end(old_text, old_pieces[-1][1], after[0].end)
-        old_pieces[-1][1], new_pieces[-1][1] = end, new_pieces[-1][1] + (end - old_pieces[-1][1])
+        shift = _word_end(old_text, new_text, old_pieces[-1][1], new_pieces[-1][1], after[0].end)
+        old_pieces[-1][1] += shift
+        new_pieces[-1][1] += shift
     for pieces, text in ((old_pieces, old_text), (new_pieces, new_text)):
         for piece in pieces:  # where no word boundary was reached, stay on whole characters
             while _is_continuation(text, piece[0]):
@@ -139,19 +158,24 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return lo
 
 
-def _at_word_start(text: bytes, i: int) -> bool:
-    return i == 0 or text[i - 1] in WHITESPACE
-
-
 def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int]) -> None:
-    """Set aside the common prefix and suffix of two ranges, in whole words."""
+    """Set aside the common prefix and suffix of two ranges, in whole words; the block they
+    end in stays (up to WIDEN_LIMIT bytes), so an edit can slide to a block's start."""
     a, b = old_text[old[0]:old[1]], new_text[new[0]:new[1]]
     prefix = _common_prefix(a, b)
-    while not _at_word_start(a, prefix):  # the prefix is common, so this holds for b too
+    block = a.rfind(b"\n", max(0, prefix - WIDEN_LIMIT), prefix)
+    if block >= 0 or prefix <= WIDEN_LIMIT:
+        prefix = block + 1
+    while not (is_token_boundary(a, prefix) and is_token_boundary(b, prefix)):
         prefix -= 1
     a, b = a[prefix:], b[prefix:]
     suffix = _common_prefix(a[::-1], b[::-1])
-    while suffix and not (_at_word_start(a, len(a) - suffix) and _at_word_start(b, len(b) - suffix)):
+    block = a.find(b"\n", len(a) - suffix, len(a) - suffix + WIDEN_LIMIT)
+    if block >= 0:
+        suffix = len(a) - block
+    elif suffix <= WIDEN_LIMIT:
+        suffix = 0
+    while suffix and not (is_token_boundary(a, len(a) - suffix) and is_token_boundary(b, len(b) - suffix)):
         suffix -= 1
     old[0] += prefix
     new[0] += prefix
@@ -171,27 +195,146 @@ class Words:
     pieces: array
 
 
-def _is_space(byte) -> bool:  # pragma: no cover - inlined in the kernel
-    return byte == 32 or 9 <= byte <= 13  # the six bytes `bytes.split()` splits on
+# What a character is to the word scan. A token is a run of WORD characters (with any MARKs
+# among them), or one SINGLE character with the MARKs that follow it; SPACE separates tokens.
+SPACE, WORD, SINGLE, MARK = 0, 1, 2, 3
 
 
-_is_space_compiled = njit(inline="always")(_is_space)
+def _decode(text, i, stop):  # pragma: no cover - inlined in the kernel
+    """(code point, length in bytes) of the UTF-8 character at `text[i]`, read no further
+    than `stop`; a byte that does not start a whole character there is (-1, 1)."""
+    lead = np.int64(text[i])
+    if lead < 0x80:
+        return lead, 1
+    if lead < 0xC2 or lead > 0xF4:
+        return np.int64(-1), 1
+    width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    if i + width > stop:
+        return np.int64(-1), 1
+    code = lead & (0x7F >> width)
+    for k in range(1, width):
+        byte = np.int64(text[i + k])
+        if byte & 0xC0 != 0x80:
+            return np.int64(-1), 1
+        code = (code << 6) | (byte & 0x3F)
+    return code, width
+
+
+def _char_class(code):  # pragma: no cover - inlined in the kernel
+    """SPACE, WORD, SINGLE or MARK. SINGLE: the scripts written without spaces between
+    words (Han, kana, CJK punctuation and fullwidth forms, Yi; Thai, Lao, Burmese, Khmer),
+    one character a token. MARK: combining marks, which stay with the character before
+    them (Thai and Lao vowel and tone marks, Burmese and Khmer signs, kana voicing marks,
+    variation selectors, Latin diacritics). Hangul and everything else: WORD."""
+    if code < 0x80:
+        return SPACE if code == 32 or 9 <= code <= 13 else WORD
+    if code < 0x0E00:
+        return MARK if 0x0300 <= code <= 0x036F else WORD
+    if code < 0x1100:
+        if code < 0x0F00:  # Thai, Lao
+            if (code == 0x0E31 or 0x0E34 <= code <= 0x0E3A or 0x0E47 <= code <= 0x0E4E or code == 0x0EB1
+                    or 0x0EB4 <= code <= 0x0EBC or 0x0EC8 <= code <= 0x0ECE):
+                return MARK
+            return SINGLE
+        if code < 0x1000:  # Tibetan: words apart by its own separator
+            return WORD
+        if (0x102B <= code <= 0x103E or 0x1056 <= code <= 0x1059 or 0x105E <= code <= 0x1060
+                or 0x1062 <= code <= 0x1064 or 0x1067 <= code <= 0x106D or 0x1071 <= code <= 0x1074
+                or 0x1082 <= code <= 0x108D or code == 0x108F or 0x109A <= code <= 0x109D):
+            return MARK  # Burmese signs
+        return SINGLE if code < 0x10A0 else WORD
+    if code < 0x2E80:
+        if 0x1780 <= code <= 0x17FF:  # Khmer
+            return MARK if 0x17B4 <= code <= 0x17D3 or code == 0x17DD else SINGLE
+        if 0x19E0 <= code <= 0x19FF:
+            return SINGLE
+        if (0x1AB0 <= code <= 0x1AFF or 0x1DC0 <= code <= 0x1DFF or 0x200C <= code <= 0x200D
+                or 0x20D0 <= code <= 0x20FF):
+            return MARK
+        return WORD
+    if code < 0xA000:  # CJK radicals, punctuation, kana, Bopomofo, Han
+        if code == 0x3000:
+            return SPACE
+        if 0x302A <= code <= 0x302F or 0x3099 <= code <= 0x309A:
+            return MARK
+        return SINGLE
+    if code < 0xF900:  # Yi and the Burmese extensions; Hangul syllables are words
+        if code <= 0xA4CF or 0xA9E0 <= code <= 0xA9FF or 0xAA60 <= code <= 0xAA7F:
+            return SINGLE
+        return WORD
+    if code < 0x10000:
+        if code <= 0xFAFF:
+            return SINGLE  # compatibility ideographs
+        if 0xFE00 <= code <= 0xFE0F or 0xFE20 <= code <= 0xFE2F:
+            return MARK
+        if 0xFE10 <= code <= 0xFE6F or 0xFF00 <= code <= 0xFF9F or 0xFFE0 <= code <= 0xFFEF:
+            return SINGLE  # vertical, compatibility and small forms; fullwidth and halfwidth forms
+        return WORD
+    if 0x1B000 <= code <= 0x1B16F or 0x20000 <= code <= 0x3FFFF:
+        return SINGLE  # kana supplement, Han extensions
+    if 0xE0100 <= code <= 0xE01EF:
+        return MARK
+    return WORD
+
+
+_decode_compiled = njit(inline="always")(_decode)
+_char_class_compiled = njit(inline="always")(_char_class)
+
+
+def _char_before(text: bytes, i: int) -> tuple[int, int]:
+    """(code point, start) of the character that ends at byte `i` (code -1 if invalid)."""
+    start = i - 1
+    while start > 0 and i - start < 4 and 0x80 <= text[start] < 0xC0:
+        start -= 1
+    code, width = _decode(text, start, i)
+    return (int(code), start) if start + width == i else (-1, i - 1)
+
+
+def is_token_boundary(text: bytes, i: int) -> bool:
+    """Whether a token of the word scan may start or end at byte `i` (never inside a
+    character): the word scan, decided from the characters around `i`."""
+    if i <= 0 or i >= len(text):
+        return True
+    if text[i] < 0x80 and text[i - 1] < 0x80:  # ASCII on both sides: whitespace decides
+        return text[i] in WHITESPACE or text[i - 1] in WHITESPACE
+    if 0x80 <= text[i] < 0xC0:
+        return False
+    after = _char_class(_decode(text, i, len(text))[0])
+    code, start = _char_before(text, i)
+    before = _char_class(code)
+    if before == SPACE or after in (SPACE, SINGLE):
+        return True
+    if after == MARK:
+        return False
+    for _ in range(8):  # a word after marks: a boundary when they follow a single character
+        if before != MARK or start == 0:
+            break
+        code, start = _char_before(text, start)
+        before = _char_class(code)
+    return before == SINGLE
 
 
 @njit(cache=True, nogil=True)
 def _scan_words(text, starts, stops, hashes, begins, ends, pieces):  # pragma: no cover - compiled
-    """Find the words (runs of non-whitespace bytes) of each piece `starts[k]:stops[k]` of
-    `text`, writing each one's hash, start, end and piece number; returns how many."""
+    """Find the tokens of each piece `starts[k]:stops[k]` of `text` (see `_char_class`),
+    writing each one's hash, start, end and piece number; returns how many."""
     count = 0
     for piece in range(len(starts)):
         i, stop = starts[piece], stops[piece]
         while i < stop:
-            if _is_space_compiled(text[i]):
-                i += 1
+            code, width = _decode_compiled(text, i, stop)
+            kind = _char_class_compiled(code)
+            if kind == SPACE:
+                i += width
                 continue
             first = i
-            while i < stop and not _is_space_compiled(text[i]):
-                i += 1
+            i += width
+            while i < stop:
+                code, width = _decode_compiled(text, i, stop)
+                following = _char_class_compiled(code)
+                if following == SPACE or following == SINGLE or (kind == SINGLE and following != MARK):  # noqa: SIM109
+                    break
+                i += width
             hashes[count] = xxh3_64_of(text, first, i - first)
             begins[count], ends[count], pieces[count] = first, i, piece
             count += 1
@@ -247,16 +390,15 @@ def _changes(old: Words, new: Words) -> list[tuple[int, int, int, int]]:
     return stretches(Indel.opcodes(old.hashes, new.hashes).as_list())
 
 
-def _width(words: Words, i1: int, i2: int) -> int:
-    return words.ends[i2 - 1] - words.begins[i1] if i2 > i1 else 0
-
-
-def _absorb_short_equalities(changes: list[tuple], old: Words, new: Words) -> list[tuple]:
+def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
     """Merge neighbouring changes across equal words that are noise, until none are left.
 
-    The equal run goes when it is no longer than either change around it (diff-match-patch's
-    rule), or when it is a few words next to a larger change: unrelated texts share "the"
-    and "of", and a report that keeps them is a scatter, not precision.
+    Sizes count tokens (words, or characters of the scripts written without spaces), so the
+    rule is the same in every script. The equal run goes when it is at most an eighth of
+    either change around it (diff-match-patch's rule, which takes up to the whole change,
+    scaled down: on the corpus it marked 5-15% of unchanged words as changed), or when it is
+    one token next to a larger change: unrelated texts share "the" and "of", and a report
+    that keeps them is a scatter, not precision.
 
     One pass with a stack reaches the same result as repeated passes: a merge only makes a
     change larger, which can only make its neighbours' merges due, never undo one; so after
@@ -265,18 +407,18 @@ def _absorb_short_equalities(changes: list[tuple], old: Words, new: Words) -> li
     merged: list[tuple] = []
     for change in changes:
         merged.append(change)
-        while len(merged) > 1 and _noise_between(merged[-2], merged[-1], old, new):
+        while len(merged) > 1 and _noise_between(merged[-2], merged[-1]):
             last = merged.pop()
             merged[-1] = (merged[-1][0], last[1], merged[-1][2], last[3])
     return merged
 
 
-def _noise_between(first: tuple, second: tuple, old: Words, new: Words) -> bool:
-    between = _width(old, first[1], second[0])
-    size_first = max(_width(old, first[0], first[1]), _width(new, first[2], first[3]))
-    size_second = max(_width(old, second[0], second[1]), _width(new, second[2], second[3]))
-    return between <= min(size_first, size_second) or (
-        between <= SHORT_EQUALITY and between <= max(size_first, size_second))
+def _noise_between(first: tuple, second: tuple) -> bool:
+    between = second[0] - first[1]  # tokens, the same on both sides
+    size_first = max(first[1] - first[0], first[3] - first[2])
+    size_second = max(second[1] - second[0], second[3] - second[2])
+    return between <= min(size_first, size_second) // EQUALITY_SHARE or (
+        between <= SHORT_EQUALITY < max(size_first, size_second))
 
 
 def _ranges(words: Words, i1: int, i2: int) -> list[tuple[int, int]]:
@@ -294,18 +436,26 @@ def _ranges(words: Words, i1: int, i2: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def _point(words: Words, i: int, region_start: int) -> int:
-    """Where an insertion before word `i` goes: its start, or the end of the last word."""
-    if i < len(words.begins):
+def _point(words: Words, i: int, text: bytes, start: int, limit: int) -> int:
+    """Where an insertion before word `i` goes: its start; past the last word, where the
+    next word would start (the whitespace after the last skipped, up to `limit`)."""
+    if i < len(words.begins) and words.begins[i] <= limit:
         return words.begins[i]
-    return words.ends[i - 1] if i > 0 else region_start
+    if i == 0:
+        return start
+    point = words.ends[i - 1]
+    while point < limit and text[point] in WHITESPACE:
+        point += 1
+    return point
 
 
-def _edits(changes: list[tuple], old: Words, new: Words, old_start: int, new_start: int) -> list[Edit]:
+def _edits(changes: list[tuple], old: Words, new: Words, old_text: bytes, new_text: bytes,
+           old_bounds: tuple[int, int], new_bounds: tuple[int, int]) -> list[Edit]:
+    """The changes as edits; `*_bounds`: where the region starts and how far a point may go."""
     edits = []
     for i1, i2, j1, j2 in changes:
-        old_point = _point(old, i1, old_start)
-        new_point = _point(new, j1, new_start)
+        old_point = _point(old, i1, old_text, *old_bounds)
+        new_point = _point(new, j1, new_text, *new_bounds)
         for old_range, new_range in zip_longest(_ranges(old, i1, i2), _ranges(new, j1, j2)):
             if old_range is None:
                 edits.append(Edit(INSERT, old_point, 0, new_range[0], new_range[1] - new_range[0]))
@@ -317,14 +467,192 @@ def _edits(changes: list[tuple], old: Words, new: Words, old_start: int, new_sta
     return edits
 
 
-def refine(old_text: bytes, new_text: bytes, spans: list[Span]) -> list[Edit]:
-    """Word-level edits inside the changed spans, in document order."""
-    edits: list[Edit] = []
+@dataclass
+class _Region:
+    """One changed stretch, diffed: its words on each side and the changes between them."""
+
+    old: Words
+    new: Words
+    changes: list[tuple[int, int, int, int]]
+    old_start: int
+    new_start: int
+
+
+def _starts_block(text: bytes, words: Words, i: int) -> bool:
+    """Whether word `i` is the first of its block (a line break, or nothing, before it)."""
+    return i == 0 or b"\n" in text[words.ends[i - 1]:words.begins[i]]
+
+
+def _slide(changes: list[tuple], old: Words, new: Words, old_text: bytes, new_text: bytes) -> list[tuple]:
+    """Pure insertions and deletions moved, among the places they could equally be (the
+    word before a run equal to its last, or the word after it equal to its first), to start
+    a block where one does, as diff-match-patch's lossless cleanup aligns edits with line
+    breaks: a moved paragraph is then the same words at both places."""
+    slid = []
+    for number, (i1, i2, j1, j2) in enumerate(changes):
+        if (i1 == i2) == (j1 == j2):
+            slid.append((i1, i2, j1, j2))
+            continue
+        words, text, start, end = (new, new_text, j1, j2) if i1 == i2 else (old, old_text, i1, i2)
+        side = 2 if i1 == i2 else 0
+        floor = slid[-1][side + 1] if slid else 0
+        ceiling = changes[number + 1][side] if number + 1 < len(changes) else len(words.hashes)
+        shift = 0
+        while start + shift > floor and words.hashes[start + shift - 1] == words.hashes[end + shift - 1]:
+            shift -= 1
+        best = None
+        while True:
+            if _starts_block(text, words, start + shift):
+                best = shift
+                if shift >= 0:
+                    break
+            if end + shift >= ceiling or words.hashes[start + shift] != words.hashes[end + shift]:
+                break
+            shift += 1
+        shift = best or 0
+        slid.append((i1 + shift, i2 + shift, j1 + shift, j2 + shift))
+    return slid
+
+
+def _token_moves(regions: list[_Region]) -> list[tuple[int, int, int, int, int, int]]:
+    """Moves between the changes of all regions, as (old region, i1, i2, new region, j1, j2)
+    in each region's word indexes (see `cdc.moves`)."""
+    changes = [(r, change) for r, region in enumerate(regions) for change in region.changes]
+    if len(changes) < 2:  # a change's own two sides are in place, not moved
+        return []
+    old_hashes, new_hashes = array("Q"), array("Q")
+    old_groups: list[int] = []
+    new_groups: list[int] = []
+    old_where: list[tuple[int, int, int]] = []  # per group: region, first word, first position
+    new_where: list[tuple[int, int, int]] = []
+    for group, (r, (i1, i2, j1, j2)) in enumerate(changes):
+        old_where.append((r, i1, len(old_hashes)))
+        new_where.append((r, j1, len(new_hashes)))
+        old_hashes.extend(regions[r].old.hashes[i1:i2])
+        new_hashes.extend(regions[r].new.hashes[j1:j2])
+        old_groups += [group] * (i2 - i1)
+        new_groups += [group] * (j2 - j1)
+    found = []
+    for i1, i2, j1, j2 in find_moves(old_hashes, old_groups, new_hashes, new_groups):
+        old_region, old_first, old_base = old_where[old_groups[i1]]
+        new_region, new_first, new_base = new_where[new_groups[j1]]
+        found.append((old_region, old_first + i1 - old_base, old_first + i2 - old_base,
+                      new_region, new_first + j1 - new_base, new_first + j2 - new_base))
+    return found
+
+
+def _subtract(start: int, end: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """What is left of start:end without the holes (which do not overlap one another)."""
+    left = []
+    for hole_start, hole_end in sorted(holes):
+        if hole_end <= start or hole_start >= end:
+            continue
+        if hole_start > start:
+            left.append((start, hole_start))
+        start = max(start, hole_end)
+    if start < end:
+        left.append((start, end))
+    return left
+
+
+def _without_moves(changes: list[tuple], old_holes: list[tuple[int, int]],
+                   new_holes: list[tuple[int, int]]) -> list[tuple]:
+    """The changes with the moved words taken out: what is left of each side of a change
+    that lost words to a move is paired in order, the rest deleted or inserted."""
+    if not old_holes and not new_holes:
+        return changes
+    left = []
+    for i1, i2, j1, j2 in changes:
+        old_left, new_left = _subtract(i1, i2, old_holes), _subtract(j1, j2, new_holes)
+        if old_left == _subtract(i1, i2, []) and new_left == _subtract(j1, j2, []):  # no word moved
+            left.append((i1, i2, j1, j2))
+            continue
+        for old, new in zip_longest(old_left, new_left):
+            if new is None:
+                point = new_left[-1][1] if new_left else j1
+                left.append((old[0], old[1], point, point))
+            elif old is None:
+                point = old_left[-1][1] if old_left else i1
+                left.append((point, point, new[0], new[1]))
+            else:
+                left.append((old[0], old[1], new[0], new[1]))
+    return left
+
+
+def _inner_changes(old: Words, new: Words, i1: int, i2: int, j1: int, j2: int) -> list[tuple]:
+    """The changes inside a move: its old words against its new words."""
+    return [(a + i1, b + i1, c + j1, d + j1)
+            for a, b, c, d in stretches(Indel.opcodes(old.hashes[i1:i2], new.hashes[j1:j2]).as_list())]
+
+
+def _merge_moves(moves: list[Edit], old_text: bytes, new_text: bytes) -> list[Edit]:
+    """Moves that continue one another (only whitespace between, on both sides) as one."""
+    merged: list[Edit] = []
+    for move in sorted(moves, key=lambda m: m.old_offset):
+        if merged:
+            last = merged[-1]
+            old_end, new_end = last.old_offset + last.old_length, last.new_offset + last.new_length
+            if (move.new_offset >= new_end and not old_text[old_end:move.old_offset].strip()
+                    and not new_text[new_end:move.new_offset].strip()):
+                merged[-1] = Edit(MOVE, last.old_offset, move.old_offset + move.old_length - last.old_offset,
+                                  last.new_offset, move.new_offset + move.new_length - last.new_offset)
+                continue
+        merged.append(move)
+    return merged
+
+
+def _char_after(text: bytes, i: int) -> int:
+    while _is_continuation(text, i):
+        i += 1
+    return i
+
+
+def _char_at(text: bytes, i: int) -> int:
+    while _is_continuation(text, i):
+        i -= 1
+    return i
+
+
+def refine(old_text: bytes, new_text: bytes, spans: list[Span],
+           moved: Iterable[tuple[int, int, int, int]] = ()) -> list[Edit]:
+    """Word-level edits inside the changed spans, with moves, ordered by where they are in the
+    new text (a move before the edits inside it).
+
+    `moved`: runs of chunks the chunk comparison found moved, as byte ranges (old start,
+    old end, new start, new end); each is a move, joined to the moved words next to it.
+    """
+    regions = []
     for span in spans:
         old_pieces, new_pieces = _regions(span, old_text, new_text)
         if len(old_pieces) == 1 and len(new_pieces) == 1:
             _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
         old_words, new_words = _words(old_text, old_pieces), _words(new_text, new_pieces)
-        changes = _absorb_short_equalities(_changes(old_words, new_words), old_words, new_words)
-        edits += _edits(changes, old_words, new_words, old_pieces[0][0], new_pieces[0][0])
+        changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
+        changes = _absorb_short_equalities(changes)
+        regions.append(_Region(old_words, new_words, changes, old_pieces[0][0], new_pieces[0][0]))
+    found = _token_moves(regions)
+    old_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    new_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for old_region, i1, i2, new_region, j1, j2 in found:
+        old_holes[old_region].append((i1, i2))
+        new_holes[new_region].append((j1, j2))
+    edits: list[Edit] = []
+    for r, region in enumerate(regions):
+        changes = _without_moves(region.changes, old_holes[r], new_holes[r])
+        edits += _edits(changes, region.old, region.new, old_text, new_text,
+                        (region.old_start, len(old_text)), (region.new_start, len(new_text)))
+    moves = []
+    for old_start, old_end, new_start, new_end in moved:  # chunk edges may split a character
+        old_start, new_start = _char_after(old_text, old_start), _char_after(new_text, new_start)
+        old_end, new_end = _char_at(old_text, old_end), _char_at(new_text, new_end)
+        moves.append(Edit(MOVE, old_start, old_end - old_start, new_start, new_end - new_start))
+    for old_region, i1, i2, new_region, j1, j2 in found:
+        old, new = regions[old_region].old, regions[new_region].new
+        moves.append(Edit(MOVE, old.begins[i1], old.ends[i2 - 1] - old.begins[i1],
+                          new.begins[j1], new.ends[j2 - 1] - new.begins[j1]))
+        inner = _absorb_short_equalities(_inner_changes(old, new, i1, i2, j1, j2))
+        edits += _edits(inner, old, new, old_text, new_text, (old.begins[i1], old.ends[i2 - 1]),
+                        (new.begins[j1], new.ends[j2 - 1]))
+    edits += _merge_moves(moves, old_text, new_text)
+    edits.sort(key=lambda edit: (edit.new_offset, edit.kind != MOVE))
     return edits

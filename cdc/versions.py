@@ -123,7 +123,8 @@ def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
     for edit in report.edits[:3]:
         before = shown(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
         after = shown(new, edit.new_offset, edit.new_length)
-        parts.append({"insert": f"+ {after}", "delete": f"- {before}"}.get(edit.kind, f"{before} → {after}"))
+        parts.append({"insert": f"+ {after}", "delete": f"- {before}", "move": f"> {after}"}.get(
+            edit.kind, f"{before} → {after}"))
     if not parts and report.changed_regions:
         offset, length = report.changed_regions[0]
         parts.append("+ " + shown(new, offset, length))

@@ -95,3 +95,19 @@ def test_the_readme_example_shows_what_the_readme_says():
     readme = (ROOT / "README.md").read_text()
     block = readme.split("cdc diff examples/old.txt examples/new.txt\n```\n\n```\n", 1)[1].split("```")[0]
     assert shown == block
+
+
+def test_diff_shows_a_moved_paragraph_as_a_move(tmp_path):
+    paragraphs = textgen.paragraphs(5, 10)
+    old, new = tmp_path / "old.txt", tmp_path / "new.txt"
+    old.write_text("\n".join(paragraphs))
+    new.write_text("\n".join(paragraphs[:1] + paragraphs[2:9] + paragraphs[1:2] + paragraphs[9:]))
+    text = cdc("diff", str(old), str(new)).stdout.decode()
+    moved = paragraphs[1].encode()
+    source, target = old.read_bytes().index(moved), new.read_bytes().index(moved)
+    assert f"  > moved from {source} to {target}: {paragraphs[1][:40]}" in text
+    assert "verdict: minor" in text
+    report = json.loads(cdc("diff", "--json", str(old), str(new)).stdout)
+    assert report["edits"] == [{"kind": "move", "old_offset": source, "old_length": len(paragraphs[1]),
+                                "new_offset": target, "new_length": len(paragraphs[1])}]
+    assert report["unchanged_ratio"] == 1.0 and report["bytes_added"] == 0

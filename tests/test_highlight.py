@@ -183,9 +183,33 @@ def test_moved_chunks_are_marked_in_both_columns_given_the_old_chunks():
     old_column, new_column = columns(fragment)
     assert "cdc-moved" in old_column and "cdc-moved" in new_column
     parse(fragment)  # moves, regions and edits overlap; still well nested
-    moved = [row for row in changes_list(old, new, report, old_chunks=old_chunks) if row["kind"] == "moved"]
-    assert len(moved) == len(report.moved)
+    # With the texts, the moved chunks are move edits, listed once, both offsets known.
+    moved = [row for row in changes_list(old, new, report, old_chunks=old_chunks) if row["kind"] == "move"]
+    assert moved
     assert all(row["old_text"] == row["new_text"] and row["old_offset"] is not None for row in moved)
+    assert 'class="cdc-move-from' in old_column and 'cdc-move-to' in new_column
+    chunks_only = compare(old_chunks, new_chunks)
+    rows = changes_list(old, new, chunks_only, old_chunks=old_chunks)
+    moved = [row for row in rows if row["kind"] == "moved"]
+    assert len(moved) == len(chunks_only.moved)
+    assert all(row["old_text"] == row["new_text"] and row["old_offset"] is not None for row in moved)
+
+
+def test_a_moved_paragraph_is_outlined_at_both_places_and_escaped():
+    paragraphs = textgen.paragraphs(12, 10)
+    paragraphs[2] = "<script>alert('moved & escaped')</script> " + paragraphs[2]
+    new_paragraphs = paragraphs[:2] + paragraphs[3:8] + [paragraphs[2]] + paragraphs[8:]
+    old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
+    report = report_for(old, new)
+    assert [e.kind for e in report.edits] == ["move"]
+    fragment = side_by_side_html(old, new, report)
+    parse(fragment)
+    old_column, new_column = columns(fragment)
+    assert re.search(r'<span [^>]*class="[^"]*cdc-move-from[^"]*">&lt;script&gt;', old_column)
+    assert re.search(r'<span [^>]*class="[^"]*cdc-move-to[^"]*">&lt;script&gt;', new_column)
+    assert "<script>" not in fragment
+    [row] = changes_list(old, new, report)
+    assert row["kind"] == "move" and row["old_text"] == row["new_text"]
 
 
 def test_an_insertion_marks_its_point_in_the_old_column():

@@ -68,7 +68,8 @@ PARAMS = st.sampled_from([ChunkParams(), ChunkParams(avg_size=256, min_size=64, 
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(max_size=6_000) | st.text(max_size=2_000).map(str.encode),
+@given(data=st.binary(max_size=6_000) | st.text(max_size=2_000).map(str.encode)
+       | st.text(alphabet="ab жи 日本語 かな 。 กิ้ข 한 \u0301\n\ufe0f", max_size=2_000).map(str.encode),
        params=PARAMS, split=st.lists(st.integers(0, 6_000), max_size=5))
 def test_compiled_equals_uncompiled(reference, data, params, split):
     expected = reference.chunk(data, params, split)

@@ -134,7 +134,6 @@ def test_template_only_pages_compare_unchanged(stores, mode):
     assert unchanged.ratio >= 0.95, unchanged
 
 
-@PENDING
 def test_moves_are_reported_as_moves(stores):
     moves = sitemeasure.moves_found(stores[WHOLE_PAGE])
     assert moves.total and moves.ratio >= 0.9, moves
