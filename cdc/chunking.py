@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cdc.collector import collector_paused
 from cdc.compiled import AHEAD_OF_TIME, njit
 from cdc.native import buffer_address, byte_view, xxh3_128_into
 
@@ -627,9 +628,13 @@ def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
     return ChunkBatch(job.counts, starts, job.dense_records(0, len(job.docs)))
 
 
+@collector_paused
 def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
                threads: int | None = None) -> list[list[Chunk]]:
-    """`chunk_content` for each document, computed in parallel; same chunks, same order."""
+    """`chunk_content` for each document, computed in parallel; same chunks, same order.
+
+    The chunks are built with the cycle collector paused (see `collector_paused`): they are
+    tuples of ints and bytes, never part of a cycle."""
     job = _BatchJob(docs, params, threads)
     result: list[list[Chunk]] = []
     for group in job.finished_groups():
