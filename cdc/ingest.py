@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
+from cdc.collector import collector_paused
 from cdc.errors import InvalidUrlError
 from cdc.sources import BadRecord, RawLine, SourceRecord
 from cdc.store import PageState, RetentionPolicy, Store, WriteBatch
@@ -183,6 +184,7 @@ def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
             store.mark_checked(connection, checked)
 
 
+@collector_paused
 def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
     """The rows of built pages as the Arrow tables `Store.write` appends."""
     columns = _Columns()
