@@ -38,6 +38,7 @@ def kernels() -> list[tuple]:
                                      vector(i8)), "cdc.chunking", "_cut_documents"),
         ("compact", types.void(vector(i8), vector(i8), records, records), "cdc.chunking", "_compact"),
         ("fold_bytes", i8(text, vector(u1)), "cdc.normalize", "_fold_bytes"),
+        ("fold_blocks", i8(text, vector(u1)), "cdc.normalize", "_fold_blocks"),
         ("scan_words", i8(text, vector(i8), vector(i8), vector(u8), vector(i8), vector(i8), vector(i8)),
          "cdc.refine", "_scan_words"),
     ]

@@ -1,14 +1,29 @@
-"""Content-defined chunking with a Gear rolling hash.
+"""Content-defined chunking of block-structured text with a Gear rolling hash.
 
-A boundary is declared after byte `p` when the top `log2(avg_size)` bits of the Gear hash
-at `p` are all zero. The Gear hash shifts one bit per byte, so its 64 bits depend only on the
-last 64 bytes: a boundary is a property of the 64 bytes before it, wherever the chunk started.
-That is what makes an insertion local: the cut points after it land where they were.
+The input is normalised text, one block per line (`cdc.normalize`): a paragraph, a list
+item, a heading, a table row, a line of code or of navigation. Chunks follow the blocks:
 
-Each chunk is at least `min_size` and at most `max_size` bytes (the last may be shorter).
-The search for a chunk's end starts at `min_size - 1`, warming the hash over the 63 bytes
-before it, so the skipped bytes cost nothing (FastCDC's cut-point skipping); the mean chunk
-length is therefore about `min_size + avg_size`.
+- A block of `STANDALONE` (64) bytes or more, its newline not counted, is a long block: it
+  starts a chunk and its newline ends one, so a banner paragraph or a navigation line is a
+  chunk of its own on every page, whatever surrounds it.
+- Inside a long block the Gear rule cuts: a boundary falls after byte `p` when the top
+  `log2(avg_size)` bits of the Gear hash at `p` are zero, searched from `min_size` bytes
+  past the chunk's start (FastCDC's cut-point skipping, the hash warmed over the 63 bytes
+  before). The Gear hash shifts one bit per byte, so its 64 bits depend only on the last
+  64 bytes: a boundary is a property of the bytes before it, wherever the chunk started.
+  A block over `max_size` is cut at `max_size` where no boundary falls earlier.
+- Runs of shorter blocks (a menu of one-word links, lines of code) merge: a chunk ends after
+  a short block when that block's own hash says so (`_short_block`: blocks of `RUN_END_MIN`
+  bytes or more, one in 2^`RUN_BITS`), before the next long block, or at `max_size`. The
+  decision after a block depends on that block alone, never on where the chunk started, so
+  a run of navigation lines chunks the same on every page from its first hash-chosen end.
+
+The invariants (tested): chunks tile the input; none is over `max_size`; every chunk but
+the last is at least `min_size` or ends at a block end (a newline); streaming (`Chunker`)
+gives the chunks one call gives, however the input is split; `chunk_many` and
+`chunk_batch` give `chunk_content`'s chunks; the kernels compiled ahead of time, by the
+JIT and run as plain Python cut at the same places. Time is linear in the input, and the
+chunk count at most `_capacity` (a fifth of the bytes, plus two), whatever the input.
 
 The kernels are compiled with Numba and release the GIL. Under `NUMBA_DISABLE_JIT=1` the
 same source runs as plain Python: that is the reference the tests compare against.
@@ -28,15 +43,19 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cdc.collector import collector_paused
 from cdc.compiled import AHEAD_OF_TIME, njit
 from cdc.native import buffer_address, byte_view, xxh3_128_into
 
-GEAR_TABLE_VERSION = "gear64-v1"
+ALGORITHM = "gear64-v2"  # the gear table of v1; block-aligned cuts (v1 cut the byte stream alone)
 DIGEST_NAME = "xxh3-128"
 DIGEST_SIZE = 16
 WINDOW = 64  # bytes that determine the hash at a position
 
 MIN_SIZE_FLOOR = WINDOW  # a smaller minimum would let a cut depend on the previous chunk
+STANDALONE = 64  # a block this long (bytes before its newline) or longer is a chunk of its own
+RUN_END_MIN = 8  # a shorter block never ends a run of short blocks (see `_capacity`)
+RUN_BITS = 3  # a short block ends its run when the top 3 bits of its mixed hash are zero
 MAX_SIZE_CEILING = 1 << 30
 
 _GEAR_SEED = 0x6364632D67656172  # "cdc-gear"
@@ -90,16 +109,16 @@ class ChunkParams:
         object.__setattr__(self, "boundary_bits", self.avg_size.bit_length() - 1)
         object.__setattr__(self, "final_settings", self.kernel_settings(final=True))
 
-    def kernel_settings(self, final: bool) -> np.ndarray:
+    def kernel_settings(self, final: bool, at_block: bool = True) -> np.ndarray:
         """What the kernel needs to know, as one array (see `_cut`)."""
-        settings = np.array([self.min_size, self.max_size, self.boundary_bits, final], np.int64)
+        settings = np.array([self.min_size, self.max_size, self.boundary_bits, final, at_block], np.int64)
         settings.flags.writeable = False
         return settings
 
     @property
     def spec(self) -> str:
         return (
-            f"{GEAR_TABLE_VERSION}/{self.avg_size}/{self.min_size}/{self.max_size}/{DIGEST_NAME}"
+            f"{ALGORITHM}/{self.avg_size}/{self.min_size}/{self.max_size}/{DIGEST_NAME}"
         )
 
 
@@ -238,40 +257,117 @@ RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
 _DIGEST_AT = 24  # byte offset of the digest within a record
 
 
+_NEWLINE = 10
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(inline="always")
+def _newline(data, first, stop):
+    """The first newline in [first, stop), or -1."""
+    for i in range(first, stop):
+        if data[i] == _NEWLINE:
+            return i
+    return -1
+
+
+@njit(inline="always")
+def _short_block(data, first, stop):
+    """The newline ending the block at `first` if it lies before `stop` (else -1), and
+    whether that short block ends its run of short blocks: by the Gear hash of its own bytes
+    (at most 64, so all of them count), mixed so that every byte moves the top bits. Blocks
+    under RUN_END_MIN bytes never end a run."""
+    h = np.uint64(0)
+    for i in range(first, stop):
+        byte = data[i]
+        h = (h << _ONE) + GEAR[byte]
+        if byte == _NEWLINE:
+            if i - first < RUN_END_MIN:
+                return i, False
+            h = (h ^ (h >> np.uint64(31))) * _MIX
+            h ^= h >> np.uint64(29)
+            return i, (h >> np.uint64(64 - RUN_BITS)) == 0
+    return -1, False
+
+
+@njit(inline="always")
+def _long_end(data, start, n, min_size, max_size, threshold, final, clear):
+    """The end of a chunk that starts a long block or inside a block: the block's newline, a
+    Gear boundary before it, or `max_size`; -1 while the bytes given do not decide it. Also
+    where the newline search stopped: no byte before it and from `start` is a newline
+    (`clear` is where an earlier search stopped, so a block with no newline for megabytes is
+    searched once, not once per chunk)."""
+    limit = min(start + max_size, n)
+    newline = _newline(data, max(start, clear), limit)
+    last = newline if newline >= 0 else limit - 1
+    searched = newline if newline >= 0 else limit
+    if start + min_size - 1 <= last:
+        boundary = _find_boundary(data, start + min_size - 1, last, threshold)
+        if boundary >= 0:
+            return boundary + 1, searched
+    if newline >= 0:
+        return newline + 1, searched
+    if start + max_size <= n:
+        return start + max_size, searched
+    return (n if final else -1), searched
+
+
+@njit(inline="always")
+def _run_end(data, start, n, max_size, final):
+    """The end of a chunk that starts with a short block: after the first short block whose
+    hash ends the run, before the next long block, or at `max_size`; `start` itself when the
+    block there is long; -1 while the bytes given do not decide it."""
+    block = start
+    while True:
+        newline, ends = _short_block(data, block, min(block + STANDALONE, n))
+        if newline < 0:
+            if block + STANDALONE <= n:  # a long block starts a chunk of its own
+                return block
+            if not final:
+                return -1
+            return start + max_size if n - start > max_size else n
+        if newline + 1 - start > max_size:
+            return start + max_size
+        if ends:
+            return newline + 1
+        block = newline + 1
+        if block == n:
+            return n if final else -1
+
+
 @njit(cache=True, nogil=True)
 def _cut(data, settings, records):
     """Cut `data` into chunks, write one record per chunk (see RECORD), return the count.
 
-    `data` is `bytes` or a uint8 array; `records` is int64 with RECORD_FIELDS columns.
-    `settings` is `ChunkParams.kernel_settings`: min and max size, boundary bits, and
-    whether the input is complete. When it is not, a trailing chunk whose end is not
+    `data` is `bytes` or a uint8 array; `records` is int64 with RECORD_FIELDS columns and at
+    least `_capacity(len(data))` rows (-1 is returned if it has too few). `settings` is
+    `ChunkParams.kernel_settings`: min and max size, boundary bits, whether the input is
+    complete, and whether it starts at a block's start (the streaming chunker's input may
+    start inside a block). When the input is not complete, a trailing chunk whose end is not
     yet decided is left out (the streaming chunker keeps those bytes for the next call).
     Few arguments on purpose: each one costs time in Numba's dispatcher, once per page.
     """
     min_size, max_size, threshold_bits, final = settings[0], settings[1], settings[2], settings[3]
+    at_block = settings[4] != 0
     threshold = np.uint64(1) << np.uint64(64 - threshold_bits)
     record_bytes = records.view(np.uint8)
     n = len(data)
     start = 0
     count = 0
+    clear = 0  # no newline in [start, clear)
     while start < n:
-        end = -1
-        if start + min_size <= n:
-            last = min(start + max_size, n) - 1
-            boundary = _find_boundary(data, start + min_size - 1, last, threshold)
-            if boundary >= 0:
-                end = boundary + 1
-            elif start + max_size <= n:
-                end = start + max_size
+        end = _run_end(data, start, n, max_size, final) if at_block else start
+        if end == start:  # a long block, or the rest of one
+            end, clear = _long_end(data, start, n, min_size, max_size, threshold, final, clear)
         if end < 0:
-            if not final:
-                break
-            end = n
+            break
+        if count == records.shape[0]:
+            return -1
         records[count, 0] = count
         records[count, 1] = start
         records[count, 2] = end - start
         xxh3_128_into(data, start, end - start, record_bytes[count, _DIGEST_AT:])
         count += 1
+        at_block = data[end - 1] == _NEWLINE
         start = end
     return count
 
@@ -317,6 +413,14 @@ def _new_records(count: int) -> np.ndarray:
     return np.empty((count, RECORD_FIELDS), np.int64)
 
 
+def _capacity(length):
+    """The most chunks `length` bytes can make (an int, or an array of them). A chunk that
+    ends by a short block's hash holds at least RUN_END_MIN + 1 bytes; any other chunk but
+    the last ends a long block (65+ bytes), precedes one, is cut at min_size or more, or at
+    max_size, or follows such a cut: at most length / 9 + 5 * length / 64 + 1 < length / 5 + 2."""
+    return length // 5 + 2
+
+
 def _chunks(records: np.ndarray) -> list[Chunk]:
     """Chunk tuples from kernel records, unpacked in C."""
     return list(map(_new_chunk, RECORD.iter_unpack(records)))
@@ -330,14 +434,22 @@ def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> list[Chu
     """Split `data` on content-defined boundaries; chunks tile it exactly."""
     if type(data) is not bytes:
         data = _as_array(data)
-    capacity = len(data) // params.min_size + 1
+    capacity = _capacity(len(data))
     records, view = getattr(_scratch, "buffers", _NO_SCRATCH)
     if records.shape[0] < capacity:  # grown as needed, then reused: no allocation per page
         records = _new_records(max(capacity, 1024))
         view = memoryview(records).cast("B")
         _scratch.buffers = (records, view)
-    count = _cut_entry(data)(data, params.final_settings, records)
+    count = _checked(_cut_entry(data)(data, params.final_settings, records))
     return list(map(_new_chunk, RECORD.iter_unpack(view[:count * RECORD.size])))
+
+
+def _checked(count: int) -> int:
+    """The kernels return -1 for a document whose chunks would not fit `_capacity`: never,
+    if the bound holds; a broken bound is an error, not memory written out of bounds."""
+    if count < 0:
+        raise RuntimeError("cdc: more chunks than _capacity allows; this is a bug in cdc.chunking")
+    return count
 
 
 _bytes_entry: list = []  # `_cut`'s compiled entry point for `bytes` input, once known
@@ -446,7 +558,7 @@ class _BatchJob:
                 self.arrays.append(doc)
             self.addresses[i] = buffer_address(doc)
             self.lengths[i] = len(doc)
-        capacities = self.lengths // params.min_size + 1
+        capacities = _capacity(self.lengths)
         self.slots = np.zeros(len(self.docs), np.int64)  # each document's first record slot
         np.cumsum(capacities[:-1], out=self.slots[1:])
         self.records = _new_records(int(capacities.sum()))
@@ -494,6 +606,8 @@ class _BatchJob:
                     self._run(claimed)
             if self._error is not None:
                 raise self._error
+            first, stop = self.groups[group]
+            _checked(int(self.counts[first:stop].min()))
             yield group
 
     def dense_records(self, first: int, stop: int) -> np.ndarray:
@@ -514,9 +628,13 @@ def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
     return ChunkBatch(job.counts, starts, job.dense_records(0, len(job.docs)))
 
 
+@collector_paused
 def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
                threads: int | None = None) -> list[list[Chunk]]:
-    """`chunk_content` for each document, computed in parallel; same chunks, same order."""
+    """`chunk_content` for each document, computed in parallel; same chunks, same order.
+
+    The chunks are built with the cycle collector paused (see `collector_paused`): they are
+    tuples of ints and bytes, never part of a cycle."""
     job = _BatchJob(docs, params, threads)
     result: list[list[Chunk]] = []
     for group in job.finished_groups():
@@ -541,8 +659,11 @@ class Chunker:
         self._pending = bytearray()  # bytes after the last emitted chunk
         self._offset = 0  # offset of _pending[0] in the whole input
         self._index = 0
-        self._records = _new_records(2 * params.max_size // params.min_size + 1)
-        self._settings = {final: params.kernel_settings(final) for final in (False, True)}
+        # Pending bytes are under max_size plus what an undecided chunk holds (max_size + 64).
+        self._records = _new_records(_capacity(2 * params.max_size + STANDALONE))
+        self._settings = {(final, at_block): params.kernel_settings(final, at_block)
+                          for final in (False, True) for at_block in (False, True)}
+        self._at_block = True  # whether _pending starts at a block's start
         self._finished = False
 
     def feed(self, data: bytes) -> list[Chunk]:
@@ -565,7 +686,7 @@ class Chunker:
 
     def _emit(self, final: bool) -> list[Chunk]:
         pending = np.frombuffer(self._pending, np.uint8)
-        count = _cut(pending, self._settings[final], self._records)
+        count = _checked(_cut(pending, self._settings[final, self._at_block], self._records))
         del pending  # the bytearray cannot shrink while a view of it exists
         if count == 0:
             return []
@@ -574,6 +695,7 @@ class Chunker:
         records[:, 1] += self._offset
         chunks = _chunks(records)
         consumed = chunks[-1].end - self._offset
+        self._at_block = self._pending[consumed - 1] == 0x0A
         del self._pending[:consumed]
         self._offset += consumed
         self._index += count

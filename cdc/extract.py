@@ -2,10 +2,12 @@
 
 `html_to_record` decodes the body (`decode_html`), parses it with Resiliparse's lenient
 HTML5 parser and keeps the title, the meta description and the text, split into sections
-at headings. The text is the page's main content (`MAIN_CONTENT`, Resiliparse's
-main-content heuristics drop navigation, sidebars and footers) or all of its visible text
-(`WHOLE_PAGE`). Broken markup is parsed the way a browser would; a body that is not HTML
-at all gives a record with empty text. Neither raises.
+at headings, one block per paragraph (a paragraph, list item, table row, line of
+preformatted text or of navigation: each line of Resiliparse's text), blank-line separated,
+so normalisation keeps each of them a block. The text is the page's main content
+(`MAIN_CONTENT`, Resiliparse's main-content heuristics drop navigation, sidebars and
+footers) or all of its visible text (`WHOLE_PAGE`). Broken markup is parsed the way a
+browser would; a body that is not HTML at all gives a record with empty text. Neither raises.
 """
 
 from __future__ import annotations
@@ -77,16 +79,22 @@ def _plain(fragment: str) -> str:
     return " ".join(html.unescape(TAG.sub(" ", fragment)).split())
 
 
+def _blocks(fragment: str) -> str:
+    """The lines of a fragment of Resiliparse's text (it puts each block element on a line
+    of its own), as text, tags dropped, each folded, blank-line separated."""
+    return "\n\n".join(line for line in map(_plain, fragment.split("\n")) if line)
+
+
 def _sections(marked: str) -> list[dict]:
     """Resiliparse's minimal-HTML text as sections, a new one at each heading."""
     sections = []
     start, heading = 0, ""
     for match in HEADING.finditer(marked):
-        text = _plain(marked[start:match.start()])
+        text = _blocks(marked[start:match.start()])
         if text or heading:
             sections.append({"heading": heading, "text": text})
         heading, start = _plain(match.group(1)), match.end()
-    text = _plain(marked[start:])
+    text = _blocks(marked[start:])
     if text or heading:
         sections.append({"heading": heading, "text": text})
     return sections

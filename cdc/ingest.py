@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
+from cdc.collector import collector_paused
 from cdc.errors import InvalidUrlError
 from cdc.lifeline import follow_parent
 from cdc.sources import BadRecord, RawLine, SourceRecord
@@ -195,6 +196,7 @@ def change_table(rows: list[tuple]) -> pa.Table:
     return _table(rows, _CHANGES_SCHEMA)
 
 
+@collector_paused
 def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
     """The rows of built pages as the Arrow tables `Store.write` appends."""
     columns = _Columns()

@@ -21,17 +21,14 @@ records, so ties between equal fetch times break the same way in both.
 
 from __future__ import annotations
 
-import functools
-import gc
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 import xxhash
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many, chunks_from_lengths
+from cdc.collector import collector_paused
 from cdc.extract import MAIN_CONTENT
 from cdc.ingest import IngestSummary, by_page, outcome_tables, plan_pages, triage
 from cdc.inputs import input_items, is_warc_file
@@ -42,7 +39,6 @@ from cdc.urls import host_of
 from cdc.versions import Pending, Prepared, build_pages, content_of
 from cdc.warc import Revisit, WarcSummary
 
-T = TypeVar("T")
 SHARD_SHIFT = 40  # a shard holds fewer than 2**40 records
 OBSERVE_BATCH = 2_000  # records normalised and chunked together (chunk_many's fixed cost)
 
@@ -85,24 +81,6 @@ class Observed:
 
     table: pa.Table
     starts: np.ndarray
-
-
-def collector_paused(task: Callable[..., T]) -> Callable[..., T]:
-    """`task` run with Python's cycle collector off. A task makes hundreds of thousands of
-    objects and no cycles, and each full collection it set off walked the whole worker
-    process too (Dask's state, every module): some tasks took two or three times as long."""
-
-    @functools.wraps(task)
-    def paused(*args, **kwargs) -> T:
-        if not gc.isenabled():
-            return task(*args, **kwargs)
-        gc.disable()
-        try:
-            return task(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return paused
 
 
 @collector_paused

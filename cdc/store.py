@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -444,6 +445,12 @@ class Store:
                 f"{self.path} was written by a newer cdc (schema {version}, this one reads "
                 f"{SCHEMA_VERSION}); upgrade cdc with `pip install -r requirements.txt`")
         expected = self.spec or _default_spec()
+        if meta.get("spec") != expected and _made_earlier(meta.get("spec"), expected):
+            raise SpecMismatchError(
+                f"{self.path} was made by an earlier cdc (chunker spec {meta.get('spec')}; this cdc "
+                f"makes {expected}): digests of two specs never compare. Run `cdc migrate --db "
+                f"{self.path}` to re-chunk its retained texts under the new spec, or ingest into a "
+                "new store (--db NEWPATH)")
         if meta.get("spec") != expected:
             raise SpecMismatchError(
                 f"{self.path} holds digests made under chunker spec {meta.get('spec')}, and this "
@@ -1160,6 +1167,19 @@ def _with_template_only(picked: str, order: str = "") -> str:
 def _database_name(connection: duckdb.DuckDBPyConnection) -> str:
     (name,) = _one(connection.execute("SELECT current_database()"))
     return '"' + name.replace('"', '""') + '"'
+
+
+SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
+
+
+def _made_earlier(stored: str | None, current: str) -> bool:
+    """Whether a store's spec names older chunker or normalisation versions than `current`."""
+    old, new = SPEC_VERSIONS.fullmatch(stored or ""), SPEC_VERSIONS.fullmatch(current)
+    if not old or not new:
+        return False
+    (old_chunker, old_norm), (new_chunker, new_norm) = map(int, old.groups()), map(int, new.groups())
+    return (old_chunker <= new_chunker and old_norm <= new_norm
+            and (old_chunker, old_norm) != (new_chunker, new_norm))
 
 
 def _default_spec() -> str:

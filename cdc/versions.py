@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cdc.chunking import Chunk, ChunkParams, chunk_many, chunks_from_lengths
+from cdc.collector import collector_paused
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
 from cdc.sources import BadRecord, RawLine
@@ -160,8 +161,10 @@ def _select(work: PageWork, contents: dict[int, bytes], digests: dict[int, bytes
     return fresh
 
 
+@collector_paused
 def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]:
-    """The rows each page adds (see the module docstring); pure."""
+    """The rows each page adds (see the module docstring); pure. A row per chunk: built with
+    the cycle collector paused, as `chunk_many` builds its chunks."""
     outcomes = []
     contents: dict[int, bytes] = {}
     digests: dict[int, bytes] = {}

@@ -9,8 +9,10 @@ from pathlib import Path
 from tests import textgen
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
-# Long and not periodic, like a real mega-menu and footer: content-defined boundaries fall
-# inside them at the same places on every page, so whole chunks of them recur.
+# Long and not periodic, like a real mega-menu and footer. Each is one section whose lines
+# are running text, so normalisation makes each one block of several KB (as a site's footer
+# paragraph would be): a block of its own, cut inside by the Gear rule at the same places on
+# every page, so whole chunks of them recur.
 NAVIGATION = "Home | Products | Offers | " + textgen.text(900, 6_000).decode()
 FOOTER = "Copyright Example Shops Ltd. " + textgen.text(901, 5_000).decode()
 

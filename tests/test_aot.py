@@ -12,7 +12,7 @@ import pytest
 
 import cdc.compiled
 from cdc import chunk_content, chunk_many
-from cdc.normalize import normalize_text
+from cdc.normalize import normalize_text, text_blocks
 from cdc.refine import word_table
 from tests import textgen
 
@@ -27,6 +27,7 @@ def answers(texts: list[bytes]) -> dict:
         "chunks": [[[c.offset, c.length, c.hex] for c in chunk_content(t)] for t in texts],
         "many": [[[c.offset, c.length, c.hex] for c in chunks] for chunks in chunk_many(texts)],
         "folded": [normalize_text(t.decode("utf-8", "replace")) for t in texts],
+        "blocks": [text_blocks(t.decode("utf-8", "replace")) for t in texts],
         "words": [word_table(t, [[0, len(t) // 2], [len(t) // 2, len(t)]]) for t in texts],
     }
 
@@ -53,6 +54,7 @@ def probe(kernels: str, texts: list[bytes]) -> dict:
 def test_ahead_of_time_kernels_answer_as_the_jit_does_and_numba_stays_unloaded():
     texts = [textgen.text(seed, size) for seed, size in ((1, 40_000), (2, 9_000), (3, 100))]
     texts.append("  Prix\u00a0: 19,99\u202f€ \u2003 \t\n naïve café ".encode() * 50)
+    texts.append(b"Wrapped\ntext.\n\n- item\n  wrapped\n| row |\n# Head\n```\ncode\n```\n\n    pre\n" * 40)
     ahead, jit = probe("", texts), probe("jit", texts)
     assert ahead["ahead_of_time"] and not ahead["numba"]
     assert not jit["ahead_of_time"] and jit["numba"]

@@ -1,4 +1,4 @@
-"""Chunking: parameters, bad input, tiling, golden cut points, streaming, batches, locality."""
+"""Chunking: parameters, bad input, tiling, golden cut points, blocks, streaming, batches, locality."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc import Chunk, Chunker, ChunkParams, chunk_batch, chunk_content, chunk_many, compare
+from cdc.chunking import STANDALONE, _capacity
 from tests import textgen
 
 SMALL = ChunkParams(avg_size=256, min_size=64, max_size=1024)  # many chunks from short inputs
 PARAMS = st.sampled_from([ChunkParams(), SMALL, ChunkParams(avg_size=128, min_size=64, max_size=128)])
+# Block-structured input: lines of many lengths, short and long, some empty.
+BLOCKY = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 25)), max_size=120).map(textgen.lines)
 
 
 def cut_points(chunks: list[Chunk]) -> list[tuple[int, int, str]]:
@@ -24,7 +27,8 @@ def cut_points(chunks: list[Chunk]) -> list[tuple[int, int, str]]:
 
 
 def assert_tiles(data: bytes, chunks: list[Chunk], params: ChunkParams) -> None:
-    """Chunks cover the input exactly, in order, each but the last within the bounds."""
+    """Chunks cover the input exactly, in order, none over max_size, each but the last at
+    least min_size or ending at a block end (a newline); no more than `_capacity` of them."""
     assert [c.index for c in chunks] == list(range(len(chunks)))
     position = 0
     for chunk in chunks:
@@ -32,9 +36,22 @@ def assert_tiles(data: bytes, chunks: list[Chunk], params: ChunkParams) -> None:
         assert chunk.digest == xxhash.xxh3_128_digest(data[chunk.offset:chunk.end])
         position = chunk.end
     assert position == len(data)
-    assert all(params.min_size <= c.length <= params.max_size for c in chunks[:-1])
-    if chunks:
-        assert 0 < chunks[-1].length <= params.max_size
+    assert all(0 < c.length <= params.max_size for c in chunks)
+    assert all(c.length >= params.min_size or data[c.end - 1] == 0x0A for c in chunks[:-1])
+    assert len(chunks) <= _capacity(len(data))
+
+
+def blocks_alone(data: bytes, chunks: list[Chunk]) -> None:
+    """Every long block (STANDALONE bytes or more before its newline) starts a chunk and its
+    newline ends one."""
+    starts, ends = {c.offset for c in chunks}, {c.end for c in chunks}
+    position = 0
+    for line in data.split(b"\n"):
+        end = position + len(line) + 1
+        if len(line) >= STANDALONE:
+            assert position in starts
+            assert min(end, len(data)) in ends
+        position = end
 
 
 # --- parameters and bad input ---------------------------------------------------------------
@@ -114,25 +131,51 @@ def test_chunk_is_an_immutable_record_with_hex():
 
 # --- golden cut points: changing any of these is a CHANGELOG entry ---------------------------
 
-GOLDEN_TEXT = [
-    (0, 2074, "f98ea6967b695a606dd3ea3e910d4a7d"),
-    (2074, 810, "9634b35ab798d23e4a6df9f617fb0a52"),
-    (2884, 8192, "4fdf734fc78ad7cc1cb3d07bcba9e8eb"),
-    (11076, 1614, "ac1b75c2c58281a337a77a7fe41f3f89"),
-    (12690, 3332, "376922c1dbfda5aecf39d355ca52bca6"),
-    (16022, 1482, "5ad6754a238e73ffb2d9b342eaf45a5a"),
-    (17504, 539, "1ef18bf66bd87f42d2874434928f9c2f"),
-    (18043, 3561, "42ab2970138d2ef7b22fbac4b2922034"),
-    (21604, 513, "2d6c11e3dc5a1d8a29f42ab77d2a8284"),
-    (22117, 1928, "fc1076a3ccdd9854720fa8cfc4611a7f"),
-    (24045, 1841, "3b1d3cd9d5b9690476a33b4aae9c53bf"),
-    (25886, 2726, "e5f12f5e2b27808f53146b970ca1de1d"),
-    (28612, 1388, "7c2eacf345322a4e8696a4db30685b66"),
+GOLDEN_TEXT = [  # paragraphs of 200-700 bytes: one chunk each
+    (0, 375, "da78b55b2c2b9a17e45d35120fc2da1e"),
+    (375, 406, "9163427cce524e328136c866b2660f19"),
+    (781, 448, "1e8673c687d53ef29242300f6247d71c"),
+    (1229, 523, "e41d04d614354dd1dd678d789bf8476d"),
+    (1752, 436, "127395e5ff255f543f30ead0e3664e30"),
+    (2188, 356, "6fdebf13c947be3cd19e71a5e28c5daf"),
+    (2544, 437, "ab9765b9dfe7d17b88fbb49eafdca634"),
+    (2981, 313, "9645811caf981a0111a323f9ea8a96f6"),
+    (3294, 412, "19f6d5e51c38e6f5a7d04966c8307f6e"),
+    (3706, 433, "3317c3f5be8d51338494a07cb5f184aa"),
+    (4139, 381, "92af493ff11350c53918915bb82d85d0"),
+    (4520, 335, "fb6e729ba83a165a766cc87a6a1eafae"),
+    (4855, 540, "af569b1ec2147b1dc7acc1832f2bff07"),
+    (5395, 417, "a04989bb5001b8cf3b31b545b0a5a0d1"),
+    (5812, 535, "703248d72422734bcbd0f295617711c4"),
+    (6347, 480, "ac30aa27e0ffcc1b7031092d0dedff54"),
+    (6827, 497, "693ebf0d7f7450700608f5249e2eaa05"),
+    (7324, 482, "1581644aab2878958812291414c93060"),
+    (7806, 194, "752eb70a78c24f7b27f0f6d55d081ddd"),
 ]
 
 
 def test_golden_cut_points_of_text():
-    assert cut_points(chunk_content(textgen.text(1, 30_000))) == GOLDEN_TEXT
+    assert cut_points(chunk_content(textgen.text(1, 8_000))) == GOLDEN_TEXT
+
+
+GOLDEN_PAGE = [  # title + menu lines, the menu's rest in four, banner, 3 paragraphs, code + footer
+    (0, 79, "01aa84ef5b675171627746e79778e909"),
+    (79, 69, "268e5723655f3beb4e89a829bf1b0f06"),
+    (148, 49, "9f3f589d5bff4700a6625ec4ba323d60"),
+    (197, 31, "a605d051d138f2db1a474a5a4462b1bc"),
+    (228, 76, "50ef91f4b43a54182b5249d66e627129"),
+    (304, 228, "711e35fcfcab05cb6219635c665274e5"),
+    (532, 113, "c14a3bf334530b8e71b5fadb73163507"),
+    (645, 77, "0a30bbb93d2bedd165cc0b3af1ce4627"),
+    (722, 144, "ee269c85c53162f147d589e032ad7408"),
+    (866, 57, "d5437a8ad02268334c89d3675b7b76fd"),
+]
+
+
+def test_golden_cut_points_of_a_page_of_blocks():
+    page = (b"Spring catalogue\n" + MENU + BANNER + paragraphs(7, 3) + b"```python\nprint(1)\n```\n"
+            + b"Copyright 2026 Example Shops Ltd.\n")
+    assert cut_points(chunk_content(page)) == GOLDEN_PAGE
 
 
 def test_golden_cut_points_of_uniform_bytes():
@@ -144,6 +187,93 @@ def test_golden_cut_points_of_uniform_bytes():
 
 def test_golden_cut_points_of_a_short_document():
     assert cut_points(chunk_content(b"short")) == [(0, 5, xxhash.xxh3_128_hexdigest(b"short"))]
+
+
+# --- blocks ---------------------------------------------------------------------------------
+
+MENU = b"".join(f"{name} {i}\n".encode() for i, name in enumerate(
+    "Home Products Offers About Contact Blog Careers Press Investors Help Sitemap Privacy Terms Cookies "
+    "Jobs News Events Partners Support Docs Status Community Forum Store Gifts Deals Returns Shipping "
+    "Legal Team".split()))
+BANNER = (b"Our shops close early on Friday 24 May for the staff party; orders placed online after noon "
+          b"ship on Monday. Thank you for your patience, and see you at the summer sale, which opens on "
+          b"the first of June in every shop and online.\n")
+
+
+def paragraphs(seed: int, count: int) -> bytes:
+    return "\n".join(textgen.paragraphs(seed, count, sentences=2)).encode() + b"\n"
+
+
+def pieces(data: bytes, chunks: list[Chunk], lo: int, hi: int) -> list[bytes]:
+    return [data[c.offset:c.end] for c in chunks if lo <= c.offset and c.end <= hi]
+
+
+def test_a_long_block_is_a_chunk_of_its_own_whatever_surrounds_it():
+    """A banner paragraph (~240 bytes) and a long navigation line: each one chunk on every page."""
+    nav_line = b"Home | Products | Offers | About us | Contact | Blog | Careers | Help\n"
+    for seed in range(30):
+        before = textgen.text(seed, 20 + 53 * seed) + b"\n"  # ends in a block of any length
+        data = before + nav_line + BANNER + paragraphs(seed + 100, 1 + seed % 4) + nav_line
+        chunks = chunk_content(data)
+        assert pieces(data, chunks, 0, len(data)).count(BANNER) == 1
+        assert pieces(data, chunks, 0, len(data)).count(nav_line) == 2
+        blocks_alone(data, chunks)
+    assert len(BANNER) == 228 and len(nav_line) == STANDALONE + 6
+
+
+def test_a_block_ends_a_chunk_below_min_size():
+    data = paragraphs(3, 5)
+    chunks = chunk_content(data)
+    assert [c.end for c in chunks] == [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    assert max(c.length for c in chunks) < ChunkParams().min_size
+
+
+def test_a_run_of_short_blocks_chunks_the_same_whatever_comes_before():
+    """A menu of thirty short lines after a long block: the same chunks on every page; after a
+    page's own short lines: the same chunks from the menu's first hash-chosen end on."""
+    after_long, after_short = set(), set()
+    for seed in range(20):
+        long_before = paragraphs(seed, 1 + seed % 3)
+        data = long_before + MENU + paragraphs(seed + 50, 2)
+        menu = pieces(data, chunk_content(data), len(long_before), len(long_before) + len(MENU))
+        assert b"".join(menu) == MENU
+        after_long.add(tuple(menu))
+        short_before = long_before + f"Posted on {seed} May\nBy staff\n".encode()
+        data = short_before + MENU + paragraphs(seed + 50, 2)
+        chunks = chunk_content(data)
+        first_end = min(c.end for c in chunks if c.end > len(short_before))
+        after_short.add(tuple(pieces(data, chunks, first_end, len(short_before) + len(MENU))))
+    assert len(after_long) == 1 and len(after_short) == 1
+    menu = after_long.pop()
+    assert 3 <= len(menu) <= 12  # merged into a few chunks, not thirty, not one
+    assert after_short.pop() == menu[1:]
+
+
+@pytest.mark.parametrize(("data", "chunks"), [
+    (b"x" * 1_000_000, 123),  # one block, no newline, no Gear boundary: max_size cuts
+    (b"a\n" * 100_000, 25),  # one-character lines never end a run: max_size cuts
+    (b"\n" * 100_000, 13),  # only newlines: empty blocks, the same
+    (textgen.text(8, 1_000_000).replace(b"\n", b" "), 382),  # a 1 MB paragraph: Gear cuts
+], ids=["1 MB of one byte", "100,000 one-character lines", "only newlines", "a 1 MB paragraph"])
+def test_pathological_input_stays_within_bounds(data, chunks):
+    """Sizes, not timings: a chunk count proportional to the input, every chunk within bounds,
+    and twice the input makes twice the chunks (linear work: each chunk's end is found by one
+    forward scan from its start)."""
+    result = chunk_content(data)
+    assert len(result) == chunks
+    assert_tiles(data, result, ChunkParams())
+    assert abs(len(chunk_content(data * 2)) - 2 * chunks) <= 2
+    streamed = Chunker()
+    assert [c for lo in range(0, len(data), 65_536) for c in streamed.feed(data[lo:lo + 65_536])] \
+        + streamed.finish() == result
+
+
+def test_many_short_distinct_lines_stay_within_capacity():
+    """100,000 lines of 8-12 bytes: runs end one line in eight, so chunks average ~80 bytes."""
+    data = b"".join(f"line {i:07d}\n".encode() for i in range(100_000))
+    chunks = chunk_content(data)
+    assert_tiles(data, chunks, ChunkParams())
+    assert 8_000 < len(chunks) < 18_000
 
 
 # --- properties ----------------------------------------------------------------------------
@@ -160,7 +290,16 @@ def test_text_tiles_within_bounds(text, params):
     assert_tiles(data, chunk_content(data, params), params)
 
 
-@given(data=st.binary(max_size=20_000), cuts=st.lists(st.integers(0, 20_000), max_size=12), params=PARAMS)
+@given(data=BLOCKY, params=PARAMS)
+def test_blocks_tile_within_bounds_and_long_blocks_stand_alone(data, params):
+    chunks = chunk_content(data, params)
+    assert_tiles(data, chunks, params)
+    if params.max_size > 200:  # every block fits in a chunk
+        blocks_alone(data, chunks)
+
+
+@given(data=st.binary(max_size=20_000) | BLOCKY, cuts=st.lists(st.integers(0, 20_000), max_size=12),
+       params=PARAMS)
 def test_streaming_equals_one_shot_however_the_input_is_split(data, cuts, params):
     bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
     chunker = Chunker(params)
@@ -180,7 +319,7 @@ def test_streaming_byte_by_byte_equals_one_shot():
     assert streamed + chunker.finish() == chunk_content(data, SMALL)
 
 
-@given(docs=st.lists(st.binary(max_size=5_000), max_size=20), params=PARAMS)
+@given(docs=st.lists(st.binary(max_size=5_000) | BLOCKY, max_size=20), params=PARAMS)
 def test_chunk_many_equals_chunk_content(docs, params):
     expected = [chunk_content(doc, params) for doc in docs]
     assert chunk_many(docs, params) == expected
@@ -236,13 +375,18 @@ def test_a_large_input_streams_in_memory_bounded_by_max_size():
         total = 0
         for _ in range(100):
             data = rng.integers(0, 256, block, dtype=np.uint8).tobytes()
-            before, _ = tracemalloc.get_traced_memory()
-            tracemalloc.reset_peak()
-            for chunk in chunker.feed(data):
-                total += chunk.length
-            _, peak = tracemalloc.get_traced_memory()
-            # What the chunker holds on top of the block it was given, chunk tuples included.
-            assert peak - before < 4 * params.max_size + 400_000
+            # Fed in 64 KB pieces: random bytes hold a newline every 256 bytes or so, so a piece
+            # completes ~250 chunks, whose tuples count below; a 1 MB piece would return 4,000.
+            for lo in range(0, block, 1 << 16):
+                piece = data[lo:lo + (1 << 16)]
+                before, _ = tracemalloc.get_traced_memory()
+                tracemalloc.reset_peak()
+                for chunk in chunker.feed(piece):
+                    total += chunk.length
+                _, peak = tracemalloc.get_traced_memory()
+                # What the chunker holds on top of the piece it was given, chunk tuples included.
+                assert peak - before < 4 * params.max_size + 400_000
+                del piece
             del data
         total += sum(chunk.length for chunk in chunker.finish())
     finally:

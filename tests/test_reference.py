@@ -67,8 +67,12 @@ PARAMS = st.sampled_from([ChunkParams(), ChunkParams(avg_size=256, min_size=64, 
                           ChunkParams(avg_size=64, min_size=64, max_size=64)])
 
 
+# Lines short and long, so every path of the block rules runs.
+BLOCKY = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 25)), max_size=60).map(textgen.lines)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(max_size=6_000) | st.text(max_size=2_000).map(str.encode)
+@given(data=st.binary(max_size=6_000) | st.text(max_size=2_000).map(str.encode) | BLOCKY
        | st.text(alphabet="ab жи 日本語 かな 。 กิ้ข 한 \u0301\n\ufe0f", max_size=2_000).map(str.encode),
        params=PARAMS, split=st.lists(st.integers(0, 6_000), max_size=5))
 def test_compiled_equals_uncompiled(reference, data, params, split):
@@ -82,8 +86,9 @@ def test_compiled_equals_uncompiled(reference, data, params, split):
 
 def test_compiled_equals_uncompiled_on_text(reference):
     """Realistic text long enough for every path of the boundary search."""
+    menu = b"".join(f"Menu entry {i}\n".encode() for i in range(40))
     for seed, size in ((1, 30_000), (2, 9_000), (3, 17)):
-        data = textgen.text(seed, size)
+        data = textgen.text(seed, size) + menu + textgen.text(seed, size).replace(b"\n", b" ")
         for params in (ChunkParams(), ChunkParams(avg_size=256, min_size=64, max_size=1024)):
-            expected = reference.chunk(data, params, [size // 3, size // 2])
+            expected = reference.chunk(data, params, [size // 3, size // 2, len(data) - 300])
             assert compiled(data, params, [size // 3]) == expected["one_shot"] == expected["streamed"]

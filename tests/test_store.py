@@ -228,11 +228,21 @@ def test_compare_names_missing_pages_and_generations(store):
 def test_a_missing_store_and_a_store_of_another_spec_are_clear_errors(tmp_path):
     with pytest.raises(StoreNotFoundError, match="cdc ingest"):
         Store(tmp_path / "absent.duckdb").stats()
-    store = Store(tmp_path / "other.duckdb", spec="gear64-v0/4096/1024/16384/xxh3-128/norm-v1")
+    other = SPEC.replace("/2048/512/8192/", "/4096/1024/16384/")
+    store = Store(tmp_path / "other.duckdb", spec=other)
     ingest(store, crawlgen.crawl(hosts=1, pages=1, versions=1))
-    with pytest.raises(SpecMismatchError, match="new store"):
+    with pytest.raises(SpecMismatchError, match="new store") as refused:
         Store(tmp_path / "other.duckdb").stats()
-    assert Store(tmp_path / "other.duckdb", spec="gear64-v0/4096/1024/16384/xxh3-128/norm-v1").stats()
+    assert "migrate" not in str(refused.value)
+    assert Store(tmp_path / "other.duckdb", spec=other).stats()
+
+
+def test_a_store_made_by_an_earlier_cdc_names_cdc_migrate(tmp_path):
+    """Round 1's spec (no blocks): its digests never compare with these; `cdc migrate` re-chunks."""
+    earlier = "gear64-v1/2048/512/8192/xxh3-128/norm-v1"
+    ingest(Store(tmp_path / "old.duckdb", spec=earlier), crawlgen.crawl(hosts=1, pages=1, versions=1))
+    with pytest.raises(SpecMismatchError, match=r"made by an earlier cdc .*`cdc migrate --db \S*old.duckdb`"):
+        Store(tmp_path / "old.duckdb").stats()
 
 
 def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(store):

@@ -44,3 +44,8 @@ def text(seed: int, size: int) -> bytes:
         total += len(paragraph) + 1
         index += 1
     return "\n".join(parts).encode()[:size]
+
+
+def lines(specs: list[tuple[int, int]]) -> bytes:
+    """Lines of the given (length, seed) each, joined by newlines: block-structured input."""
+    return b"\n".join(bytes(97 + (seed + 7 * j) % 26 for j in range(length)) for length, seed in specs)
