@@ -645,7 +645,14 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
     for old_start, old_end, new_start, new_end in moved:  # chunk edges may split a character
         old_start, new_start = _char_after(old_text, old_start), _char_after(new_text, new_start)
         old_end, new_end = _char_at(old_text, old_end), _char_at(new_text, new_end)
-        moves.append(Edit(MOVE, old_start, old_end - old_start, new_start, new_end - new_start))
+        # A block-aligned chunk ends with its block's line break: the move is the text, and
+        # the same bytes on both sides lose the same whitespace.
+        piece = old_text[old_start:old_end]
+        lead, trail = len(piece) - len(piece.lstrip()), len(piece) - len(piece.rstrip())
+        if lead + trail >= len(piece):
+            continue
+        moves.append(Edit(MOVE, old_start + lead, old_end - old_start - lead - trail,
+                          new_start + lead, new_end - new_start - lead - trail))
     for old_region, i1, i2, new_region, j1, j2 in found:
         old, new = regions[old_region].old, regions[new_region].new
         moves.append(Edit(MOVE, old.begins[i1], old.ends[i2 - 1] - old.begins[i1],
