@@ -244,7 +244,10 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
         alignment=alignment,
         unchanged_ratio=unchanged_ratio,
         retained_ratio=retained_ratio,
-        verdict=thresholds.verdict(changed, min(unchanged_ratio, retained_ratio)),
+        # Chunks that differ while every word is the same (a chunk cut elsewhere around text
+        # left out, as a new banner's neighbours are; a changed line break) are no change.
+        verdict=thresholds.verdict(changed and (old_text is None or bool(edits)),
+                                   min(unchanged_ratio, retained_ratio)),
         edits=edits,
     )
 

@@ -335,3 +335,15 @@ def test_words_are_what_bytes_split_finds_with_their_xxh3(text, cuts):
             expected.append([int.from_bytes(digest[8:], "big"), position, position + len(word), number])
             position += len(word)
     assert word_table(text, pieces) == expected
+
+
+def test_chunks_that_differ_around_the_same_words_are_no_change():
+    """A line break turned into a space re-cuts the chunks, and a banner left out as
+    boilerplate re-cuts its neighbours: the words are the same, so the verdict is unchanged."""
+    paragraphs = textgen.paragraphs(11, 6)
+    old = "\n".join(paragraphs).encode()
+    rewrapped = ("\n".join(paragraphs[:3]) + " " + "\n".join(paragraphs[3:])).encode()
+    report = compare(chunk_content(old), chunk_content(rewrapped), old_text=old, new_text=rewrapped)
+    assert report.changed and not report.edits and report.verdict == "unchanged"
+    # Without the texts the chunks are all there is to go by.
+    assert compare(chunk_content(old), chunk_content(rewrapped)).verdict != "unchanged"

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 PAGES = 80  # of the docs' 530: the two crawls take about five seconds
 PENDING = pytest.mark.xfail(strict=True, raises=AssertionError,
-                             reason="issue 13: block-aligned chunks / move edits not landed yet")
+                             reason="issue 13: not reached yet (whole-page navigation runs)")
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +118,12 @@ def test_edits_found_in_whole_page_mode(stores):
     assert found.ratio >= 0.98, found
 
 
-@PENDING
-@pytest.mark.parametrize("mode", EXTRACTION_MODES)
+# In whole-page mode, runs of short navigation lines merge with the page's own title and
+# links into chunks that are not the same on every page: still short of the targets.
+PENDING_IN_WHOLE_PAGE = [MAIN_CONTENT, pytest.param(WHOLE_PAGE, marks=PENDING)]
+
+
+@pytest.mark.parametrize("mode", PENDING_IN_WHOLE_PAGE)
 def test_banner_and_navigation_are_boilerplate(stores, mode):
     """Issue 13: the banner, navigation and footer bytes lie in flagged boilerplate on at least
     95% of the pages (main content has no navigation: its banner is what counts)."""
@@ -127,8 +131,7 @@ def test_banner_and_navigation_are_boilerplate(stores, mode):
     assert coverage.both.ratio >= 0.95, coverage
 
 
-@PENDING
-@pytest.mark.parametrize("mode", EXTRACTION_MODES)
+@pytest.mark.parametrize("mode", PENDING_IN_WHOLE_PAGE)
 def test_template_only_pages_compare_unchanged(stores, mode):
     unchanged = sitemeasure.template_only_unchanged(stores[mode])
     assert unchanged.ratio >= 0.95, unchanged
@@ -139,7 +142,6 @@ def test_moves_are_reported_as_moves(stores):
     assert moves.total and moves.ratio >= 0.9, moves
 
 
-@PENDING
 def test_an_inserted_paragraphs_region_is_near_its_size(stores):
     ratios = sitemeasure.insert_ratios(stores[WHOLE_PAGE])
     assert ratios and sitemeasure.median(ratios) <= 3.0, ratios
