@@ -805,8 +805,8 @@ class Store:
             rows = connection.execute(_with_template_only(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
                 WHERE c.natural_key = ?
-            """), [natural_key, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
-        return sorted((ChangeRow(*row) for row in rows), key=lambda row: row.generation)
+            """, "ORDER BY generation"), [natural_key, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
+        return [ChangeRow(*row) for row in rows]
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
@@ -982,7 +982,7 @@ class Store:
         with self.reading() as connection:
             rows = connection.execute(f"""
                 WITH host_size AS (SELECT host, count(*) AS pages FROM pages WHERE host = ? GROUP BY host)
-                {_TEMPLATE_DIGESTS}
+                {_template_digests()}
             """, [host, min_pages, share]).fetchall()
         return {row[1] for row in rows}
 
@@ -1111,16 +1111,20 @@ _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, 
                    "c.bytes_removed, c.regions, c.excerpt")
 
 
-# A host's template: digests on at least `?` (minimum pages) and more than `?` (share) of the
-# pages of the hosts in `host_size` (host, pages), counted over every retained generation.
-_TEMPLATE_DIGESTS = """
-    SELECT p.host, c.digest
-    FROM content_chunks c
-    JOIN pages p ON p.natural_key = c.natural_key
-    JOIN host_size h ON h.host = p.host
-    GROUP BY p.host, c.digest
-    HAVING count(DISTINCT c.natural_key) >= ? AND count(DISTINCT c.natural_key) > ? * any_value(h.pages)
-"""
+def _template_digests(among: str = "") -> str:
+    """A host's template: digests on at least `?` (minimum pages) and more than `?` (share)
+    of the pages of the hosts in `host_size` (host, pages), counted over every retained
+    generation; only the digests of the query `among`, if given."""
+    where = f"WHERE c.digest IN ({among})" if among else ""
+    return f"""
+        SELECT p.host, c.digest
+        FROM content_chunks c
+        JOIN pages p ON p.natural_key = c.natural_key
+        JOIN host_size h ON h.host = p.host
+        {where}
+        GROUP BY p.host, c.digest
+        HAVING count(DISTINCT c.natural_key) >= ? AND count(DISTINCT c.natural_key) > ? * any_value(h.pages)
+    """
 
 
 def _with_template_only(picked: str, order: str = "") -> str:
@@ -1131,9 +1135,9 @@ def _with_template_only(picked: str, order: str = "") -> str:
     the host's template: on at least `?` pages and more than `?` of the host's pages (the
     rule of `host_boilerplate`), counted over every retained generation rather than the
     latest alone, so that the navigation a site-wide change replaced still counts as
-    template on the old side. Only the hosts of the picked rows are counted, and only the
-    picked rows' chunks are read. Binds, after `picked`'s own values: the minimum pages,
-    then the share.
+    template on the old side. Only the picked rows' chunks are read, and only the digests
+    that changed in them are counted over their hosts' pages. Binds, after `picked`'s own
+    values: the minimum pages, then the share.
     """
     return f"""
         WITH picked AS ({picked}),
@@ -1141,7 +1145,6 @@ def _with_template_only(picked: str, order: str = "") -> str:
             SELECT host, count(*) AS pages FROM pages
             WHERE host IN (SELECT DISTINCT host FROM picked) GROUP BY host
         ),
-        template AS ({_TEMPLATE_DIGESTS}),
         counted AS (
             SELECT x.natural_key, x.generation, x.host, cc.digest,
                    count(*) FILTER (WHERE cc.generation = x.generation) AS in_new,
@@ -1151,6 +1154,7 @@ def _with_template_only(picked: str, order: str = "") -> str:
              AND (cc.generation = x.generation OR cc.generation = x.previous_generation)
             GROUP BY ALL
         ),
+        template AS ({_template_digests("SELECT digest FROM counted WHERE in_new <> in_old")}),
         flags AS (
             SELECT k.natural_key, k.generation,
                    CASE WHEN sum(k.in_new) = 0 OR sum(k.in_old) = 0 THEN NULL
