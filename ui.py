@@ -17,7 +17,7 @@ import streamlit as st
 
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.errors import CdcError
-from cdc.highlight import FIRST_CHANGE_IDS
+from cdc.highlight import FIRST_CHANGE_IDS, PALETTE
 from cdc.launch import StoreChoice, choose_store
 from cdc.store import Store
 
@@ -194,9 +194,65 @@ if (first) {{
 </script>
 """  # the new column's first change, else the old's
 
+# Joins each move's two labels (ids cdc-move-N-from / -to, see cdc.highlight) with a curve
+# across the gap between the columns, and makes a click on a label scroll to the other end.
+# It reads only ids and positions of the module's own elements: page text is never read.
+JOIN_MOVES = f"""
+<script>
+(() => {{
+  const grid = document.querySelector(".cdc-sbs");
+  if (!grid) return;
+  const ns = "http://www.w3.org/2000/svg";
+  function draw() {{
+    grid.querySelectorAll("svg.cdc-links").forEach((old) => old.remove());
+    const box = grid.getBoundingClientRect();
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("class", "cdc-links");
+    svg.setAttribute("width", box.width);
+    svg.setAttribute("height", box.height);
+    svg.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;overflow:visible";
+    for (const from of grid.querySelectorAll(".cdc-move-label[id$='-from']")) {{
+      const to = document.getElementById(from.id.replace(/-from$/, "-to"));
+      if (!to) continue;
+      const a = from.getBoundingClientRect(), b = to.getBoundingClientRect();
+      const x1 = from.closest(".cdc-cell").getBoundingClientRect().right - box.left;
+      const x2 = to.closest(".cdc-cell").getBoundingClientRect().left - box.left;
+      const y1 = a.top + a.height / 2 - box.top, y2 = b.top + b.height / 2 - box.top;
+      const bend = (x2 - x1) / 2;
+      const path = document.createElementNS(ns, "path");
+      path.setAttribute("d",
+          `M ${{x1}} ${{y1}} C ${{x1 + bend}} ${{y1}}, ${{x2 - bend}} ${{y2}}, ${{x2}} ${{y2}}`);
+      path.setAttribute("fill", "none");
+      path.setAttribute("stroke", "{PALETTE["moved"]}");
+      path.setAttribute("stroke-width", "2");
+      svg.appendChild(path);
+      for (const [x, y] of [[x1, y1], [x2, y2]]) {{
+        const dot = document.createElementNS(ns, "circle");
+        dot.setAttribute("cx", x); dot.setAttribute("cy", y); dot.setAttribute("r", 3);
+        dot.setAttribute("fill", "{PALETTE["moved"]}");
+        svg.appendChild(dot);
+      }}
+    }}
+    grid.appendChild(svg);
+  }}
+  grid.addEventListener("click", (event) => {{
+    const label = event.target.closest(".cdc-move-label");
+    if (!label) return;
+    const other = document.getElementById(label.id.endsWith("-from")
+        ? label.id.replace(/-from$/, "-to") : label.id.replace(/-to$/, "-from"));
+    if (other) window.scrollTo(0, Math.max(0, other.getBoundingClientRect().top + window.scrollY - 120));
+  }});
+  draw();
+  window.addEventListener("resize", draw);
+  if (document.fonts) document.fonts.ready.then(draw);
+}})();
+</script>
+"""
 
-def scrolled_to_first_change(html: str) -> str:
-    return html + SCROLL_TO_FIRST_CHANGE
+
+def framed_texts(html: str) -> str:
+    """The side-by-side HTML with its scripts: open at the first change, join the moves."""
+    return html + JOIN_MOVES + SCROLL_TO_FIRST_CHANGE
 
 
 def _version(store: Store) -> float:

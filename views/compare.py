@@ -25,6 +25,10 @@ left, middle, right = st.columns([1, 1, 2])
 new = ui.generation_picker(middle, "To generation", "to", generations[::-1][:-1])
 old = ui.generation_picker(left, "From generation", "from", [g for g in generations if g < new][::-1])
 ignore_boilerplate = right.toggle("Leave the host's boilerplate out", key="ignore")
+# What is left out of the measures is what the texts dim or hide.
+boilerplate_view = right.segmented_control(
+    "Boilerplate blocks in the texts", ["dimmed", "hidden"], key="bp-view", default="dimmed",
+    disabled=not ignore_boilerplate) or "dimmed"
 
 try:
     result = compare_generations(store, url, old, new, ignore_boilerplate=ignore_boilerplate)
@@ -52,11 +56,15 @@ st.plotly_chart(
     key="alignment")
 
 st.subheader("The two texts")
+st.caption("Block by block, rows aligned. Shaded: blocks with an edit, the words removed struck "
+           "out and the words added in green. Orange, labelled *move N* at both ends and joined: "
+           "text that moved." + (" Grey: the host's boilerplate, left out." if ignore_boilerplate else ""))
 html = side_by_side_html(result.old.text, result.new.text, report, old_chunks=old_chunks,
+                         new_chunks=new_chunks, boilerplate=result.ignored, boilerplate_view=boilerplate_view,
                          labels=(f"generation {old}", f"generation {new}"))
 # In its own frame, so the view can open at the first change. Every piece of page text in
 # `html` is escaped by cdc.highlight: the only markup and script are ours.
-st.iframe(ui.scrolled_to_first_change(html), height=560)
+st.iframe(ui.framed_texts(html), height=640)
 
 st.subheader("What changed")
 changes = changes_list(result.old.text, result.new.text, report, old_chunks=old_chunks)
