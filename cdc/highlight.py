@@ -185,27 +185,22 @@ def _whole_blocks(text: bytes, start: int, end: int) -> bool:
     return start < end and starts and ends
 
 
-def _old_marks(old_text: bytes, new_text: bytes, report: ChangeReport,
-               old_chunks: Sequence[Chunk] | None) -> tuple[list[Range], list[Point]]:
-    if not report.edits:
-        return _old_chunk_marks(report, old_chunks), []
-    ranges = [(e.old_offset, e.old_offset + e.old_length, DEL)
-              for e in report.edits if e.kind in (DELETE, REPLACE)]
-    ranges += [(e.old_offset, e.old_offset + e.old_length, MOVE_FROM) for e in report.edits if e.kind == MOVE]
-    # Inserted blocks stand opposite a blank cell: only words inserted inside a block need a point.
-    points = [(e.old_offset, POINT_INS) for e in report.edits
-              if e.kind == INSERT and not _whole_blocks(new_text, e.new_offset, e.new_offset + e.new_length)]
-    return ranges, points
-
-
-def _new_marks(old_text: bytes, new_text: bytes, report: ChangeReport) -> tuple[list[Range], list[Point]]:
-    if not report.edits:
-        return _new_chunk_marks(report), []
-    ranges = [(e.new_offset, e.new_offset + e.new_length, INS)
-              for e in report.edits if e.kind in (INSERT, REPLACE)]
-    ranges += [(e.new_offset, e.new_offset + e.new_length, MOVE_TO) for e in report.edits if e.kind == MOVE]
-    points = [(e.new_offset, POINT_DEL) for e in report.edits
-              if e.kind == DELETE and not _whole_blocks(old_text, e.old_offset, e.old_offset + e.old_length)]
+def _edit_marks(report: ChangeReport, side: str, other_text: bytes) -> tuple[list[Range], list[Point]]:
+    """One column's marks from the exact edits: `side` "old" or "new"; `other_text` the other
+    column's text."""
+    old = side == "old"
+    changed, moved = (DEL, MOVE_FROM) if old else (INS, MOVE_TO)
+    kinds = (DELETE, REPLACE) if old else (INSERT, REPLACE)
+    elsewhere, point = (INSERT, POINT_INS) if old else (DELETE, POINT_DEL)
+    ranges, points = [], []
+    for edit in report.edits:
+        here = (edit.old_offset, edit.old_length) if old else (edit.new_offset, edit.new_length)
+        there = (edit.new_offset, edit.new_length) if old else (edit.old_offset, edit.old_length)
+        if edit.kind in kinds or edit.kind == MOVE:
+            ranges.append((here[0], here[0] + here[1], moved if edit.kind == MOVE else changed))
+        # Whole blocks added or removed face a blank cell: only words inside a block need a point.
+        elif edit.kind == elsewhere and not _whole_blocks(other_text, there[0], there[0] + there[1]):
+            points.append((here[0], point))
     return ranges, points
 
 
@@ -458,9 +453,13 @@ def side_by_side_html(old_text: bytes, new_text: bytes, report: ChangeReport,
     old_blocks, new_blocks = blocks_of(old_text), blocks_of(new_text)
     old_labels, new_labels = _move_labels(report, old_blocks, new_blocks)
     hide = boilerplate and boilerplate_view != "shown"
-    old_cells = _cells(old_text, old_blocks, *_old_marks(old_text, new_text, report, old_chunks), old_labels,
+    if report.edits:
+        old_marks, new_marks = _edit_marks(report, "old", new_text), _edit_marks(report, "new", old_text)
+    else:
+        old_marks, new_marks = (_old_chunk_marks(report, old_chunks), []), (_new_chunk_marks(report), [])
+    old_cells = _cells(old_text, old_blocks, *old_marks, old_labels,
                        _merged(old_chunks, boilerplate) if hide else [])
-    new_cells = _cells(new_text, new_blocks, *_new_marks(old_text, new_text, report), new_labels,
+    new_cells = _cells(new_text, new_blocks, *new_marks, new_labels,
                        _merged(new_chunks, boilerplate) if hide else [])
     rows = block_rows(old_text, new_text, old_blocks, new_blocks,
                       {k for k, cell in enumerate(old_cells) if cell.moved_whole},
