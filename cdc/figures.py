@@ -23,6 +23,7 @@ from plotly.subplots import make_subplots
 from cdc.chunking import Chunk
 from cdc.compare import VERDICTS, ChangeReport
 from cdc.highlight import PALETTE, char_start
+from cdc.refine import MOVE
 from cdc.store import ChangeRow, GenerationInfo
 from cdc.versions import NEW as NEW_PAGE  # the verdict of a page's first generation
 
@@ -40,13 +41,15 @@ CATEGORY_LABELS = {
     "added": "added (new only)",
     "boilerplate": "boilerplate (ignored)",
 }
-LINK_ALPHA = 0.25  # opacity of the bands joining shared chunks
+LINK_ALPHA = 0.18  # opacity of the bands joining shared chunks
+MOVE_LINK_ALPHA = 0.45  # opacity of the bands joining moved text: above the shared ones
 TRACK_Y = {"old": 1.0, "new": 0.0}  # old above, new below
 BAR_WIDTH = 0.36  # of the unit distance between tracks
 EXCERPT_CHARS = 80
 FIGURE_HEIGHT = 260
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 40}
 PERIODS = ("day", "week")
+Span = tuple[int, int, int, int]  # old start, old end, new start, new end (bytes)
 WEEK_MS = 7 * 24 * 3600 * 1000  # a week as a Plotly date-axis step
 
 
@@ -110,45 +113,96 @@ def _bar_traces(tracks: list[tuple[str, Sequence[Chunk], list[str], bytes | None
     ]
 
 
-def _link_trace(pairs: list[tuple[Chunk, Chunk]], kind: str) -> go.Scatter:
-    """Bands from each old chunk's span to its new chunk's span: one trace, None between."""
+def _link_trace(spans: list[Span], kind: str) -> go.Scatter:
+    """Bands from each old span to its new span (bytes): one trace, None between bands."""
     top, bottom = TRACK_Y["old"] - BAR_WIDTH / 2, TRACK_Y["new"] + BAR_WIDTH / 2
     x: list[float | None] = []
     y: list[float | None] = []
-    for old, new in pairs:
-        x += [old.offset, old.end, new.end, new.offset, old.offset, None]
+    for old_start, old_end, new_start, new_end in spans:
+        x += [old_start, old_end, new_end, new_start, old_start, None]
         y += [top, top, bottom, bottom, top, None]
-    return go.Scatter(x=x, y=y, mode="lines", fill="toself", line={"width": 0},
-                      fillcolor=_rgba(PALETTE[kind], LINK_ALPHA), hoverinfo="skip",
-                      name=f"link: {kind}", legendgroup=kind, showlegend=False)
+    moved = kind == "moved"
+    line = {"width": 1.5, "color": PALETTE[kind]} if moved else {"width": 0}
+    return go.Scatter(x=x, y=y, mode="lines", fill="toself", line=line,
+                      fillcolor=_rgba(PALETTE[kind], MOVE_LINK_ALPHA if moved else LINK_ALPHA),
+                      hoverinfo="skip", name=f"link: {kind}", legendgroup=kind, showlegend=False)
+
+
+def _runs_of_pairs(pairs: list[tuple[Chunk, Chunk]]) -> list[Span]:
+    """Pairs of chunks that follow one another on both sides, merged into byte spans."""
+    spans: list[list[int]] = []
+    for old, new in sorted(pairs, key=lambda pair: pair[1].offset):
+        if spans and spans[-1][1] == old.offset and spans[-1][3] == new.offset:
+            spans[-1][1], spans[-1][3] = old.end, new.end
+        else:
+            spans.append([old.offset, old.end, new.offset, new.end])
+    return [(a, b, c, d) for a, b, c, d in spans]
+
+
+def move_spans(report: ChangeReport, moved_pairs: list[tuple[Chunk, Chunk]]) -> list[Span]:
+    """What moved, as (old start, old end, new start, new end) in bytes, numbered as the
+    side-by-side text numbers its moves: the `move` edits in order, then the runs of moved
+    chunks no move edit covers (all of them when the report has no edits)."""
+    spans = [(e.old_offset, e.old_offset + e.old_length, e.new_offset, e.new_offset + e.new_length)
+             for e in report.edits if e.kind == MOVE]
+    covered = [(start, end) for start, end, _, _ in spans]
+    return spans + [span for span in _runs_of_pairs(moved_pairs)
+                    if not any(_within(span[0], span[1], start, end) for start, end in covered)]
+
+
+def _within(start: int, end: int, outer_start: int, outer_end: int) -> bool:
+    """Whether chunks at `start:end` are text at `outer_start:outer_end`: a chunk ends with its
+    block's line break, which a move of the block leaves out, hence the 1."""
+    return outer_start <= start and end <= outer_end + 1
+
+
+def _moved_by_edits(chunks: Sequence[Chunk], kinds: list[str], ranges: list[tuple[int, int]]) -> list[str]:
+    """Added or removed chunks wholly inside moved text are moved (and edited inside)."""
+    if not ranges:
+        return kinds
+    return ["moved" if kind in ("added", "removed") and any(_within(c.offset, c.end, s, e) for s, e in ranges)
+            else kind for c, kind in zip(chunks, kinds)]
 
 
 def alignment_figure(old_chunks: list[Chunk], new_chunks: list[Chunk], report: ChangeReport,
                      old_text: bytes | None = None, new_text: bytes | None = None,
                      ignored: frozenset[bytes] = frozenset(), *,
                      labels: tuple[str, str] = ("old", "new")) -> go.Figure:
-    """The two chunk lists as tracks (old above, new below), with bands joining shared chunks.
+    """The two chunk lists as tracks (old above, new below), shared chunks joined by bands,
+    moved text by stronger bands labelled `move N`, as the side-by-side text labels them.
 
     Bars are chunks laid end to end at their byte offsets, coloured by kind: shared (aligned
-    in order), moved, removed (old track), added (new track), boilerplate (`ignored`
-    digests, grey). Hover shows index, offset, length, digest prefix and, given the texts,
-    the first characters of the chunk's text (escaped). `labels` name the tracks.
+    in order), moved (chunks out of order, or inside a move edit's text), removed (old
+    track), added (new track), boilerplate (`ignored` digests, grey). Hover shows index,
+    offset, length, digest prefix and, given the texts, the first characters of the chunk's
+    text (escaped). `labels` name the tracks.
     """
     moved_new = {chunk.index for chunk in report.moved}
     moved_pairs = {(o, n) for o, n in report.alignment if n in moved_new}
-    old_kinds = _categories(old_chunks, {o for o, _ in report.alignment},
-                            {o for o, _ in moved_pairs}, "removed", ignored)
-    new_kinds = _categories(new_chunks, {n for _, n in report.alignment}, moved_new, "added", ignored)
-    figure = go.Figure(_bar_traces([("old", old_chunks, old_kinds, old_text),
-                                    ("new", new_chunks, new_kinds, new_text)]))
     old_by_index = {chunk.index: chunk for chunk in old_chunks}
     new_by_index = {chunk.index: chunk for chunk in new_chunks}
-    for kind in ("shared", "moved"):
-        pairs = [(old_by_index[o], new_by_index[n]) for o, n in report.alignment
-                 if ((o, n) in moved_pairs) == (kind == "moved")
-                 and o in old_by_index and n in new_by_index]
-        if pairs:
-            figure.add_trace(_link_trace(pairs, kind))
+    spans = move_spans(report, [(old_by_index[o], new_by_index[n]) for o, n in sorted(moved_pairs)
+                                if o in old_by_index and n in new_by_index])
+    old_kinds = _moved_by_edits(old_chunks, _categories(
+        old_chunks, {o for o, _ in report.alignment}, {o for o, _ in moved_pairs}, "removed", ignored),
+        [(a, b) for a, b, _, _ in spans])
+    new_kinds = _moved_by_edits(new_chunks, _categories(
+        new_chunks, {n for _, n in report.alignment}, moved_new, "added", ignored),
+        [(c, d) for _, _, c, d in spans])
+    figure = go.Figure(_bar_traces([("old", old_chunks, old_kinds, old_text),
+                                    ("new", new_chunks, new_kinds, new_text)]))
+    shared = [(old_by_index[o].offset, old_by_index[o].end, new_by_index[n].offset, new_by_index[n].end)
+              for o, n in report.alignment
+              if (o, n) not in moved_pairs and o in old_by_index and n in new_by_index]
+    if shared:
+        figure.add_trace(_link_trace(shared, "shared"))
+    if spans:
+        figure.add_trace(_link_trace(spans, "moved"))
+        for number, (old_start, old_end, new_start, new_end) in enumerate(spans, 1):
+            figure.add_annotation(
+                x=(old_start + old_end + new_start + new_end) / 4, y=(TRACK_Y["old"] + TRACK_Y["new"]) / 2,
+                text=f"move {number}", showarrow=False, font={"size": 10, "color": "white"},
+                bgcolor=PALETTE["moved"], borderpad=2)
     _alignment_layout(figure, old_chunks, new_chunks, labels)
     return figure
 

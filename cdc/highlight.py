@@ -154,10 +154,13 @@ def _runs(length: int, ranges: list[Range], cuts: Collection[int] = ()) -> list[
             changes[start][mark] += 1
             changes[end][mark] -= 1
     active: Counter[str] = Counter()
+    marks: frozenset[str] = frozenset()
     runs: list[Run] = []
     for start, end in itertools.pairwise(sorted({0, length, *changes, *cuts})):
-        active.update(changes.get(start, {}))
-        marks = frozenset(mark for mark, count in active.items() if count > 0)
+        delta = changes.get(start)
+        if delta:  # most cuts are block ends, where no mark starts or ends
+            active.update(delta)
+            marks = frozenset(mark for mark, count in active.items() if count > 0)
         if runs and runs[-1][2] == marks and start not in cuts:
             runs[-1] = (runs[-1][0], end, marks)  # an end and a start that cancel out
         else:

@@ -77,8 +77,56 @@ def test_moved_added_and_removed_chunks_are_coloured_as_such(edited_page):
     assert on_track(added, "new") == [c.offset for c in report.added] and not on_track(added, "old")
     assert on_track(removed, "old") == [c.offset for c in report.removed]
     links = {t.name: t for t in figure.data if t.type == "scatter"}
-    assert links["link: moved"].x.count(None) == len(report.moved)
+    moves = [e for e in report.edits if e.kind == "move"]
+    assert len(moves) == 2  # the two swapped blocks: one band each, labelled as the text labels them
+    assert links["link: moved"].x.count(None) == len(moves)
+    assert [a.text for a in figure.layout.annotations] == ["move 1", "move 2"]
     assert links["link: shared"].x.count(None) == len(report.alignment) - len(report.moved)
+    # Without the texts there are no edits: one band per run of moved chunks.
+    chunks_only = compare(old_chunks, new_chunks)
+    figure = alignment_figure(old_chunks, new_chunks, chunks_only)
+    links = {t.name: t for t in figure.data if t.type == "scatter"}
+    bands = links["link: moved"].x.count(None)
+    assert bands == len(figure.layout.annotations) >= 1
+    moved_bytes = sum(c.length for c in chunks_only.moved)
+    assert sum(links["link: moved"].x[k + 1] - links["link: moved"].x[k]
+               for k in range(0, 6 * bands, 6)) == moved_bytes  # the runs cover the moved chunks
+
+
+def test_a_moved_and_edited_paragraph_is_moved_chunks_joined_by_a_band():
+    paragraphs = textgen.paragraphs(40, 30)
+    words = paragraphs[3].split(" ")
+    words[4] = "EDITED"
+    new_paragraphs = [*paragraphs[:3], *paragraphs[4:25], " ".join(words), *paragraphs[25:]]
+    old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
+    old_chunks, new_chunks = chunk_content(old), chunk_content(new)
+    report = compare(old_chunks, new_chunks, old_text=old, new_text=new)
+    [move] = [e for e in report.edits if e.kind == "move"]
+    assert not report.moved  # the edit changed the paragraph's chunk: no chunk moved
+    figure = alignment_figure(old_chunks, new_chunks, report, old, new)
+    moved = bars(figure, "moved")
+    # (a chunk holds its block's line break; the move, the block's text)
+    inside_old = [c.offset for c in old_chunks
+                  if move.old_offset <= c.offset and c.end <= move.old_offset + move.old_length + 1]
+    inside_new = [c.offset for c in new_chunks
+                  if move.new_offset <= c.offset and c.end <= move.new_offset + move.new_length + 1]
+    assert inside_old and inside_new
+    assert on_track(moved, "old") == inside_old and on_track(moved, "new") == inside_new
+    [band] = [t for t in figure.data if t.type == "scatter" and t.name == "link: moved"]
+    assert list(band.x[:4]) == [move.old_offset, move.old_offset + move.old_length,
+                                move.new_offset + move.new_length, move.new_offset]
+    assert [a.text for a in figure.layout.annotations] == ["move 1"]
+
+
+def test_moved_chunks_inside_a_move_edit_are_one_band_numbered_as_the_text():
+    paragraphs = textgen.paragraphs(41, 30)
+    new_paragraphs = [*paragraphs[:3], *paragraphs[5:25], *paragraphs[3:5], *paragraphs[25:]]
+    old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
+    old_chunks, new_chunks = chunk_content(old), chunk_content(new)
+    report = compare(old_chunks, new_chunks, old_text=old, new_text=new)
+    assert report.moved and [e.kind for e in report.edits] == ["move"]
+    figure = alignment_figure(old_chunks, new_chunks, report, old, new)
+    assert [a.text for a in figure.layout.annotations] == ["move 1"]
 
 
 def test_hover_text_is_escaped():
