@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import iter_jsonl
 from cdc.store import Store
-from tests import crawlgen
+from tests import crawlgen, textgen
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = '<script>alert("owned")</script> and <b>bold</b> &amp; more'
@@ -46,6 +47,80 @@ def store_path(tmp_path_factory) -> Path:
     data = "".join(json.dumps(r) + "\n" for r in records).encode()
     Ingester(Store(path)).run(iter_jsonl(io.BytesIO(data), "test.jsonl"))
     return path
+
+
+MOVED_URL = "https://shop0.example/moved"
+MOVED_MARKUP = "<i>moved</i> & <script>alert('moved')</script>"
+
+
+@pytest.fixture(scope="module")
+def moves_path(tmp_path_factory) -> Path:
+    """A host whose pages share a navigation block and a footer (its boilerplate), and one
+    page whose second version moves a paragraph holding markup to the end and edits a word."""
+    path = tmp_path_factory.mktemp("moves") / "cdc.duckdb"
+    records = crawlgen.crawl(hosts=1, pages=4, versions=2)
+    paragraphs = textgen.paragraphs(55, 8)
+    paragraphs[1] = f"{MOVED_MARKUP} {paragraphs[1]}"
+    moved = [paragraphs[0], *paragraphs[2:], paragraphs[1]]
+    moved[3] = moved[3].replace(" ", " EDITED ", 1)
+    records += [crawlgen.record(MOVED_URL, 0, "\n\n".join(paragraphs)),
+                crawlgen.record(MOVED_URL, 1, "\n\n".join(moved))]
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    Ingester(Store(path)).run(iter_jsonl(io.BytesIO(data), "moves.jsonl"))
+    return path
+
+
+@pytest.fixture
+def moves_app(moves_path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("CDC_DB", str(moves_path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+
+
+def _cells(html: str, side: str) -> list[tuple[str, str]]:
+    """(classes, inner markup) of a column's cells in the side-by-side frame."""
+    return re.findall(rf'<div (?:id="[^"]*" )?class="cdc-cell cdc-{side}([^"]*)">(.*?)</div>', html)
+
+
+def test_compare_shows_blocks_the_edits_inside_them_and_moves_at_both_places(moves_app, moves_path):
+    open_page(moves_app, "views/compare.py", url=MOVED_URL)
+    [html] = _frames(moves_app)
+    store = Store(moves_path)
+    old, new = store.version(MOVED_URL, 1).text, store.version(MOVED_URL, 2).text
+    old_cells, new_cells = _cells(html, "old"), _cells(html, "new")
+    assert len(old_cells) == len(new_cells)  # rows, a block or a blank on each side
+    # Every block of each text is a cell of its own, in order: the paragraph breaks are kept.
+    assert len([c for c in old_cells if "cdc-blank" not in c[0]]) == old.count(b"\n") + 1
+    assert len([c for c in new_cells if "cdc-blank" not in c[0]]) == new.count(b"\n") + 1
+    # Shaded: the edited block only; the moved paragraph is a move, labelled at both ends.
+    [(_, edited)] = [c for c in new_cells if "cdc-changed" in c[0]]
+    assert '<ins class="cdc-ins">EDITED</ins>' in edited
+    [(_, moved_from)] = [c for c in old_cells if "cdc-moved-block" in c[0]]
+    [(_, moved_to)] = [c for c in new_cells if "cdc-moved-block" in c[0]]
+    escaped = "&lt;i&gt;moved&lt;/i&gt; &amp; &lt;script&gt;alert('moved')&lt;/script&gt;"
+    assert escaped in moved_from and escaped in moved_to and "<script>alert" not in html
+    assert '<span id="cdc-move-1-from" class="cdc-move-label">move 1 ↓</span>' in moved_from
+    assert '<span id="cdc-move-1-to" class="cdc-move-label">move 1 ↑</span>' in moved_to
+    assert "cdc-boilerplate" not in html.split("</style>", 1)[1]  # boilerplate counted, shown
+    [figure] = moves_app.get("plotly_chart")
+    assert '"move 1"' in figure.proto.spec
+
+
+def test_compare_dims_or_hides_the_boilerplate_it_leaves_out(moves_app):
+    open_page(moves_app, "views/compare.py", url=MOVED_URL)
+    moves_app.toggle(key="ignore").set_value(True).run()
+    assert not moves_app.exception
+    [html] = _frames(moves_app)
+    dimmed = [inner for classes, inner in _cells(html, "old") + _cells(html, "new")
+              if "cdc-boilerplate" in classes]
+    assert dimmed and all(inner.startswith(("Home | Products", "Copyright Example")) for inner in dimmed)
+    assert 'id="cdc-move-1-from"' in html
+    moves_app.button_group(key="bp-view").set_value("hidden").run()
+    assert not moves_app.exception
+    [html] = _frames(moves_app)
+    assert "Home | Products" not in html and "Copyright Example" not in html
+    assert re.search(r'<div class="cdc-gap">\[1 boilerplate block hidden\]</div>', html)
+    assert 'id="cdc-move-1-from"' in html and '<ins class="cdc-ins">EDITED</ins>' in html
 
 
 @pytest.fixture
