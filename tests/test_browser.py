@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -76,9 +78,23 @@ def server(tmp_path_factory):
             process.kill()
 
 
-def test_compare_opens_by_its_link_with_the_figure_and_the_highlighted_text(server, tmp_path):
+@contextmanager
+def compare_page(link: str, height: int) -> Iterator:
+    """A Chromium page opened at a Compare link, its figure drawn."""
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": height})
+            page.goto(link, timeout=60_000)
+            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def test_compare_opens_by_its_link_with_the_figure_and_the_highlighted_text(server, tmp_path):
     base, store = server
     changes = [row for row in store.changes(verdicts=["minor"]) if row.previous_generation]
     # A price change makes the clearest picture; any minor change proves the same.
@@ -86,19 +102,12 @@ def test_compare_opens_by_its_link_with_the_figure_and_the_highlighted_text(serv
     link = f"{base}/compare?" + urlencode({"url": change.natural_key, "from": change.previous_generation,
                                           "to": change.generation})
     shot = Path(os.environ.get("CDC_SCREENSHOT") or tmp_path / "compare.png")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1300})
-            page.goto(link, timeout=60_000)
-            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
-            frame = page.frame_locator("iframe").first
-            frame.locator(".cdc-ins, .cdc-del").first.wait_for(timeout=60_000)
-            assert change.natural_key.split("://")[1] in page.content()
-            page.wait_for_timeout(500)  # let the figure finish drawing
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    with compare_page(link, 1300) as page:
+        frame = page.frame_locator("iframe").first
+        frame.locator(".cdc-ins, .cdc-del").first.wait_for(timeout=60_000)
+        assert change.natural_key.split("://")[1] in page.content()
+        page.wait_for_timeout(500)  # let the figure finish drawing
+        page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
 
 
@@ -114,41 +123,32 @@ def a_move(store: Store) -> tuple[str, int, int]:
 
 
 def test_a_move_is_joined_across_and_the_boilerplate_is_dimmed_then_hidden(server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     base, store = server
     key, old, new = a_move(store)
     link = f"{base}/compare?" + urlencode({"url": key, "from": old, "to": new})
     wanted = os.environ.get("CDC_SCREENSHOT")
     shot = Path(wanted).with_name("compare-move.png") if wanted else tmp_path / "compare-move.png"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1500})
-            page.goto(link, timeout=60_000)
-            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
-            frame = page.frame_locator("iframe").first
-            frame.locator("#cdc-move-1-from").wait_for(timeout=60_000)
-            assert frame.locator("#cdc-move-1-to").count() == 1
-            assert frame.locator(".cdc-moved-block").count() >= 2
-            frame.locator("svg.cdc-links path").first.wait_for(state="attached", timeout=10_000)
-            # A click on one end of the move scrolls the frame to the other end.
-            frame.locator("#cdc-move-1-to").click()
-            page.wait_for_timeout(300)
-            top = frame.locator("#cdc-move-1-from").evaluate("label => label.getBoundingClientRect().top")
-            assert 0 <= top <= 400
-            assert page.locator(".js-plotly-plot").get_by_text("move 1").count() >= 1
-            # The switch leaves the host's boilerplate out: dimmed in the texts, then hidden.
-            page.get_by_text("Leave the host's boilerplate out").click()
-            frame.locator(".cdc-boilerplate").first.wait_for(timeout=60_000)
-            dimmed = frame.locator(".cdc-boilerplate").first.inner_text()
-            page.wait_for_timeout(800)  # let the figure redraw
-            page.screenshot(path=str(shot))
-            page.locator("[data-testid=stButtonGroup]").get_by_text("hidden", exact=True).click()
-            frame.get_by_text("boilerplate block").first.wait_for(timeout=60_000)
-            assert frame.locator(".cdc-boilerplate").count() == 0
-            assert frame.get_by_text(dimmed, exact=True).count() == 0
-            assert frame.locator("#cdc-move-1-from").count() == 1
-        finally:
-            browser.close()
+    with compare_page(link, 1500) as page:
+        frame = page.frame_locator("iframe").first
+        frame.locator("#cdc-move-1-from").wait_for(timeout=60_000)
+        assert frame.locator("#cdc-move-1-to").count() == 1
+        assert frame.locator(".cdc-moved-block").count() >= 2
+        frame.locator("svg.cdc-links path").first.wait_for(state="attached", timeout=10_000)
+        # A click on one end of the move scrolls the frame to the other end.
+        frame.locator("#cdc-move-1-to").click()
+        page.wait_for_timeout(300)
+        top = frame.locator("#cdc-move-1-from").evaluate("label => label.getBoundingClientRect().top")
+        assert 0 <= top <= 400
+        assert page.locator(".js-plotly-plot").get_by_text("move 1").count() >= 1
+        # The switch leaves the host's boilerplate out: dimmed in the texts, then hidden.
+        page.get_by_text("Leave the host's boilerplate out").click()
+        frame.locator(".cdc-boilerplate").first.wait_for(timeout=60_000)
+        dimmed = frame.locator(".cdc-boilerplate").first.inner_text()
+        page.wait_for_timeout(800)  # let the figure redraw
+        page.screenshot(path=str(shot))
+        page.locator("[data-testid=stButtonGroup]").get_by_text("hidden", exact=True).click()
+        frame.get_by_text("boilerplate block").first.wait_for(timeout=60_000)
+        assert frame.locator(".cdc-boilerplate").count() == 0
+        assert frame.get_by_text(dimmed, exact=True).count() == 0
+        assert frame.locator("#cdc-move-1-from").count() == 1
     assert shot.stat().st_size > 10_000
