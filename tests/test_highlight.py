@@ -7,6 +7,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cdc import chunk_content, compare
 from cdc.highlight import (
@@ -401,3 +403,40 @@ def test_shorten_keeps_both_ends():
     long = "start " + "x" * 300 + " end"
     shown = shorten(long, 41)
     assert len(shown) == 41 and shown.startswith("start") and shown.endswith("end") and "…" in shown
+
+
+BLOCKS = [*textgen.paragraphs(77, 12), "<b>bold</b> & <script>x</script>", "Home | Shop", "",
+          "日本語の段落。"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(range(len(BLOCKS))), min_size=0, max_size=14),
+       st.lists(st.tuples(st.sampled_from(["insert", "delete", "move", "word"]), st.integers(0, 30),
+                          st.integers(0, 30)), max_size=4))
+def test_any_block_edits_keep_every_block_in_order_escaped_and_well_nested(picks, operations):
+    old_blocks = [BLOCKS[k] for k in picks]
+    new_blocks = list(old_blocks)
+    for kind, at, to in operations:
+        if kind == "insert":
+            new_blocks.insert(at % (len(new_blocks) + 1), BLOCKS[to % len(BLOCKS)])
+        elif new_blocks and kind == "delete":
+            del new_blocks[at % len(new_blocks)]
+        elif new_blocks and kind == "move":
+            new_blocks.insert(to % len(new_blocks), new_blocks.pop(at % len(new_blocks)))
+        elif new_blocks:
+            words = new_blocks[at % len(new_blocks)].split(" ")
+            words[to % len(words)] = "CHANGED"
+            new_blocks[at % len(new_blocks)] = " ".join(words)
+    old, new = "\n".join(old_blocks).encode(), "\n".join(new_blocks).encode()
+    report = report_for(old, new)
+    fragment = side_by_side_html(old, new, report)
+    parsed = parse(fragment)
+    assert parsed.text("cdc-old") == old.decode() and parsed.text("cdc-new") == new.decode()
+    assert "<script>" not in fragment and "<b>" not in fragment
+    assert len(cells(fragment, "old")) == len(cells(fragment, "new"))  # every row has both sides
+    moves = sum(e.kind == "move" for e in report.edits)
+    for number in range(1, moves + 1):
+        assert parsed.ids.count(move_label_id(number, "from")) == 1
+        assert parsed.ids.count(move_label_id(number, "to")) == 1
+    if report.edits:
+        assert first_change_ids(fragment)  # some column opens at a change
