@@ -17,7 +17,9 @@ Both crawls are ingested by `cdc ingest` into a fresh store for each extraction 
    inside chunks whose digest is the host's boilerplate (more than 5% of its pages, at
    least 3), out of the pages with the banner. Target: at least 95%.
 2. Template-only pages (banner only) that `compare(..., ignore=boilerplate)` calls
-   `unchanged`. Target: at least 95%.
+   `unchanged`. Target: at least 95%. Also shown: how many of them have their stored change
+   row flagged `template_only` (the query-time flag `cdc history` and `cdc export` show),
+   and the mean chunks per generation.
 3. Moved paragraphs covered (90% of their bytes) by one `Edit` of kind "move". Target: 90%.
 4. Median over pages with one inserted paragraph of the bytes of `changed_regions` over
    the truly inserted bytes (the paragraph and the banner). Target: at most 3x.
@@ -86,6 +88,11 @@ def measure(site: sitemeasure.SiteStore, mode: str) -> None:
     print(f"target: template-only pages unchanged with boilerplate left out >= "
           f"{TARGET_TEMPLATE_UNCHANGED:.0%}: {unchanged}  "
           f"{verdict(unchanged.ratio >= TARGET_TEMPLATE_UNCHANGED)}")
+    flagged = sitemeasure.template_only_flagged(site)
+    print(f"template-only pages whose change row is flagged template_only (cdc history, export): "
+          f"{flagged}")
+    stats = site.store.stats()
+    print(f"chunks per generation: {stats['content_chunks'] / max(stats['generations'], 1):.0f} (mean)")
     moves = sitemeasure.moves_found(site)
     print(f"target: moved paragraphs reported as moves >= {TARGET_MOVES:.0%}: {moves}  "
           f"{verdict(moves.ratio >= TARGET_MOVES)}")

@@ -3,27 +3,33 @@
 The input is normalised text, one block per line (`cdc.normalize`): a paragraph, a list
 item, a heading, a table row, a line of code or of navigation. Chunks follow the blocks:
 
-- A block of `STANDALONE` (64) bytes or more, its newline not counted, is a long block: it
-  starts a chunk and its newline ends one, so a banner paragraph or a navigation line is a
-  chunk of its own on every page, whatever surrounds it.
-- Inside a long block the Gear rule cuts: a boundary falls after byte `p` when the top
-  `log2(avg_size)` bits of the Gear hash at `p` are zero, searched from `min_size` bytes
-  past the chunk's start (FastCDC's cut-point skipping, the hash warmed over the 63 bytes
-  before). The Gear hash shifts one bit per byte, so its 64 bits depend only on the last
-  64 bytes: a boundary is a property of the bytes before it, wherever the chunk started.
-  A block over `max_size` is cut at `max_size` where no boundary falls earlier.
-- Runs of shorter blocks (a menu of one-word links, lines of code) merge: a chunk ends after
-  a short block when that block's own hash says so (`_short_block`: blocks of `RUN_END_MIN`
-  bytes or more, one in 2^`RUN_BITS`), before the next long block, or at `max_size`. The
-  decision after a block depends on that block alone, never on where the chunk started, so
-  a run of navigation lines chunks the same on every page from its first hash-chosen end.
+- Every block ends a chunk at its newline: a paragraph, a banner, a navigation line, a
+  menu's link or a lone `|` is a chunk of its own on every page, whatever surrounds it, so
+  a host's template is found line by line. Empty lines (raw input has them; normalised text
+  does not) go with the block after them.
+- Inside a block longer than `min_size` the Gear rule cuts: a boundary falls after byte `p`
+  when the top `log2(avg_size)` bits of the Gear hash at `p` are zero, searched from
+  `min_size` bytes past the chunk's start (FastCDC's cut-point skipping, the hash warmed
+  over the 63 bytes before). The Gear hash shifts one bit per byte, so its 64 bits depend
+  only on the last 64 bytes: a boundary is a property of the bytes before it, wherever the
+  chunk started. A block over `max_size` is cut at `max_size` where no boundary falls earlier.
+
+Why every block: on two real crawls of a documentation site (`benchmarks/structure.py`),
+navigation lines sit between page-specific lines (a breadcrumb's last step, the titles of
+the previous and next pages). Merging runs of short blocks where a block's hash said so
+(one end in 8 blocks, or in 2) left them in page-specific chunks on every page: none of the
+site's navigation was found as boilerplate, and a banner re-cut the runs around it so that
+a template-only change looked like a content change on 16-39% of pages. Merging only runs
+of tiny blocks (under 8 bytes: `|`, `Note`) still did that on 7% of them. With every block
+a chunk, navigation and banner are boilerplate on every page and every template-only page
+compares unchanged; the cost is more chunks (about 105 a page on the corpus, 75 merged).
 
 The invariants (tested): chunks tile the input; none is over `max_size`; every chunk but
 the last is at least `min_size` or ends at a block end (a newline); streaming (`Chunker`)
 gives the chunks one call gives, however the input is split; `chunk_many` and
 `chunk_batch` give `chunk_content`'s chunks; the kernels compiled ahead of time, by the
 JIT and run as plain Python cut at the same places. Time is linear in the input, and the
-chunk count at most `_capacity` (a fifth of the bytes, plus two), whatever the input.
+chunk count at most `_capacity` (half the bytes, plus two), whatever the input.
 
 The kernels are compiled with Numba and release the GIL. Under `NUMBA_DISABLE_JIT=1` the
 same source runs as plain Python: that is the reference the tests compare against.
@@ -53,9 +59,6 @@ DIGEST_SIZE = 16
 WINDOW = 64  # bytes that determine the hash at a position
 
 MIN_SIZE_FLOOR = WINDOW  # a smaller minimum would let a cut depend on the previous chunk
-STANDALONE = 64  # a block this long (bytes before its newline) or longer is a chunk of its own
-RUN_END_MIN = 8  # a shorter block never ends a run of short blocks (see `_capacity`)
-RUN_BITS = 3  # a short block ends its run when the top 3 bits of its mixed hash are zero
 MAX_SIZE_CEILING = 1 << 30
 
 _GEAR_SEED = 0x6364632D67656172  # "cdc-gear"
@@ -258,7 +261,6 @@ _DIGEST_AT = 24  # byte offset of the digest within a record
 
 
 _NEWLINE = 10
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(inline="always")
@@ -271,31 +273,12 @@ def _newline(data, first, stop):
 
 
 @njit(inline="always")
-def _short_block(data, first, stop):
-    """The newline ending the block at `first` if it lies before `stop` (else -1), and
-    whether that short block ends its run of short blocks: by the Gear hash of its own bytes
-    (at most 64, so all of them count), mixed so that every byte moves the top bits. Blocks
-    under RUN_END_MIN bytes never end a run."""
-    h = np.uint64(0)
-    for i in range(first, stop):
-        byte = data[i]
-        h = (h << _ONE) + GEAR[byte]
-        if byte == _NEWLINE:
-            if i - first < RUN_END_MIN:
-                return i, False
-            h = (h ^ (h >> np.uint64(31))) * _MIX
-            h ^= h >> np.uint64(29)
-            return i, (h >> np.uint64(64 - RUN_BITS)) == 0
-    return -1, False
-
-
-@njit(inline="always")
 def _long_end(data, start, n, min_size, max_size, threshold, final, clear):
-    """The end of a chunk that starts a long block or inside a block: the block's newline, a
-    Gear boundary before it, or `max_size`; -1 while the bytes given do not decide it. Also
-    where the newline search stopped: no byte before it and from `start` is a newline
-    (`clear` is where an earlier search stopped, so a block with no newline for megabytes is
-    searched once, not once per chunk)."""
+    """The end of a chunk: the newline that ends its block, a Gear boundary before it, or
+    `max_size`; -1 while the bytes given do not decide it. The newline is searched for from
+    `clear` on (past the empty lines before a block, or where an earlier search stopped, so
+    a block with no newline for megabytes is searched once, not once per chunk); also
+    returned: where this search stopped."""
     limit = min(start + max_size, n)
     newline = _newline(data, max(start, clear), limit)
     last = newline if newline >= 0 else limit - 1
@@ -312,26 +295,13 @@ def _long_end(data, start, n, min_size, max_size, threshold, final, clear):
 
 
 @njit(inline="always")
-def _run_end(data, start, n, max_size, final):
-    """The end of a chunk that starts with a short block: after the first short block whose
-    hash ends the run, before the next long block, or at `max_size`; `start` itself when the
-    block there is long; -1 while the bytes given do not decide it."""
-    block = start
-    while True:
-        newline, ends = _short_block(data, block, min(block + STANDALONE, n))
-        if newline < 0:
-            if block + STANDALONE <= n:  # a long block starts a chunk of its own
-                return block
-            if not final:
-                return -1
-            return start + max_size if n - start > max_size else n
-        if newline + 1 - start > max_size:
-            return start + max_size
-        if ends:
-            return newline + 1
-        block = newline + 1
-        if block == n:
-            return n if final else -1
+def _text_start(data, first, stop):
+    """The first byte in [first, stop) that is not a newline, or `stop`: where the block at
+    `first` begins, past any empty lines (raw input has them; normalised text does not)."""
+    for i in range(first, stop):
+        if data[i] != _NEWLINE:
+            return i
+    return stop
 
 
 @njit(cache=True, nogil=True)
@@ -355,9 +325,9 @@ def _cut(data, settings, records):
     count = 0
     clear = 0  # no newline in [start, clear)
     while start < n:
-        end = _run_end(data, start, n, max_size, final) if at_block else start
-        if end == start:  # a long block, or the rest of one
-            end, clear = _long_end(data, start, n, min_size, max_size, threshold, final, clear)
+        if at_block:  # empty lines go with the block after them
+            clear = max(clear, _text_start(data, start, min(start + max_size, n)))
+        end, clear = _long_end(data, start, n, min_size, max_size, threshold, final, clear)
         if end < 0:
             break
         if count == records.shape[0]:
@@ -374,11 +344,13 @@ def _cut(data, settings, records):
 
 @njit(cache=True, nogil=True)
 def _cut_documents(addresses, lengths, first, stop, settings, slots, records, counts):
-    """Chunk documents `first` to `stop - 1`, each into its own run of record slots."""
+    """Chunk documents `first` to `stop - 1`, each into its own run of record slots (its
+    count is -1 when they are too few)."""
     for doc in range(first, stop):
         data = byte_view(addresses[doc], lengths[doc])
         slot = slots[doc]
-        counts[doc] = _cut(data, settings, records[slot:])
+        end = slots[doc + 1] if doc + 1 < slots.size else records.shape[0]
+        counts[doc] = _cut(data, settings, records[slot:end])
 
 
 @njit(cache=True, nogil=True)
@@ -414,11 +386,17 @@ def _new_records(count: int) -> np.ndarray:
 
 
 def _capacity(length):
-    """The most chunks `length` bytes can make (an int, or an array of them). A chunk that
-    ends by a short block's hash holds at least RUN_END_MIN + 1 bytes; any other chunk but
-    the last ends a long block (65+ bytes), precedes one, is cut at min_size or more, or at
-    max_size, or follows such a cut: at most length / 9 + 5 * length / 64 + 1 < length / 5 + 2."""
-    return length // 5 + 2
+    """The most chunks `length` bytes can make (an int, or an array of them). Every chunk
+    but the last holds a block's text and its newline (two bytes or more), or is cut inside
+    a block after a chunk of min_size or more: at most length / 2 + 2."""
+    return length // 2 + 2
+
+
+def _batch_capacity(lengths: np.ndarray) -> np.ndarray:
+    """Record slots a batch reserves per document: room for chunks of 8 bytes on average,
+    under a sixth of `_capacity`'s bound (pages average 40-110 bytes a chunk); a document
+    with more chunks is chunked again on its own (`_BatchJob._overflowed`)."""
+    return lengths // 8 + 4
 
 
 def _chunks(records: np.ndarray) -> list[Chunk]:
@@ -558,7 +536,7 @@ class _BatchJob:
                 self.arrays.append(doc)
             self.addresses[i] = buffer_address(doc)
             self.lengths[i] = len(doc)
-        capacities = _capacity(self.lengths)
+        capacities = _batch_capacity(self.lengths)
         self.slots = np.zeros(len(self.docs), np.int64)  # each document's first record slot
         np.cumsum(capacities[:-1], out=self.slots[1:])
         self.records = _new_records(int(capacities.sum()))
@@ -572,6 +550,7 @@ class _BatchJob:
         self._claims = iter(range(len(self.groups)))  # next() on it is atomic under the GIL
         self._done = [threading.Event() for _ in self.groups]
         self._error: BaseException | None = None
+        self._alone: dict[int, np.ndarray] = {}  # records of documents chunked on their own
 
     def _split(self, total: int, parts: int) -> list[tuple[int, int]]:
         """Contiguous runs of documents with about `total / parts` bytes each."""
@@ -606,15 +585,36 @@ class _BatchJob:
                     self._run(claimed)
             if self._error is not None:
                 raise self._error
-            first, stop = self.groups[group]
-            _checked(int(self.counts[first:stop].min()))
+            self._overflowed(*self.groups[group])
             yield group
+
+    def _overflowed(self, first: int, stop: int) -> None:
+        """Chunk on its own each document of `first` to `stop - 1` whose chunks did not fit
+        its slots (a page of one-character lines): rare, so done here, in the caller."""
+        for doc in np.flatnonzero(self.counts[first:stop] < 0).tolist():
+            doc += first
+            data = byte_view(int(self.addresses[doc]), int(self.lengths[doc]))
+            records = _new_records(_capacity(len(data)))
+            count = _checked(_cut(data, self.params.final_settings, records))
+            self._alone[doc] = records[:count]
+            self.counts[doc] = count
 
     def dense_records(self, first: int, stop: int) -> np.ndarray:
         """The records of documents `first` to `stop - 1`, without the unused slots."""
-        dense = _new_records(int(self.counts[first:stop].sum()))
-        _compact(self.slots[first:stop], self.counts[first:stop], self.records, dense)
-        return dense
+        counts = self.counts[first:stop]
+        alone = sorted(doc for doc in self._alone if first <= doc < stop)
+        fitted = counts.copy()
+        fitted[[doc - first for doc in alone]] = 0  # their slots hold nothing to copy
+        dense = _new_records(int(fitted.sum()))
+        _compact(self.slots[first:stop], fitted, self.records, dense)
+        if not alone:
+            return dense
+        pieces, at, previous = [], 0, first
+        for doc in alone:
+            before = int(fitted[previous - first:doc - first].sum())
+            pieces += [dense[at:at + before], self._alone[doc]]
+            at, previous = at + before, doc + 1
+        return np.concatenate([*pieces, dense[at:]])
 
 
 def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
@@ -659,8 +659,8 @@ class Chunker:
         self._pending = bytearray()  # bytes after the last emitted chunk
         self._offset = 0  # offset of _pending[0] in the whole input
         self._index = 0
-        # Pending bytes are under max_size plus what an undecided chunk holds (max_size + 64).
-        self._records = _new_records(_capacity(2 * params.max_size + STANDALONE))
+        # Pending bytes are under max_size plus what an undecided chunk holds (max_size).
+        self._records = _new_records(_capacity(2 * params.max_size))
         self._settings = {(final, at_block): params.kernel_settings(final, at_block)
                           for final in (False, True) for at_block in (False, True)}
         self._at_block = True  # whether _pending starts at a block's start

@@ -9,6 +9,8 @@ Shared by `tests/test_sitecrawl.py` (which asserts the targets) and
   lines and footer (`NAVIGATION`, found in the extracted text), lie inside chunks whose
   digest is the host's boilerplate.
 - `template_only_unchanged`: banner-only pages that compare `unchanged` with boilerplate left out.
+- `template_only_flagged`: banner-only pages whose stored change row is `template_only`
+  (what `cdc history`, `cdc export` and the dashboard show).
 - `moves_found`: moved paragraphs covered by an `Edit` of kind "move".
 - `insert_ratios`: changed-region bytes over truly changed bytes (the inserted paragraph
   and the banner) on pages with one inserted paragraph.
@@ -177,6 +179,18 @@ def template_only_unchanged(site: SiteStore) -> Share:
         comparison = site.comparison(page.url, ignore_boilerplate=True)
         unchanged += comparison is None or comparison.report.verdict == UNCHANGED
     return Share(unchanged, len(pages))
+
+
+def template_only_flagged(site: SiteStore) -> Share:
+    """Banner-only pages whose change rows, as `Store.changes` reads them, are template-only
+    (a page whose extracted text did not change at all made no change row and counts)."""
+    flags: dict[str, list[bool]] = {}
+    for row in site.store.changes(host=site.host):
+        if row.previous_generation:
+            flags.setdefault(row.natural_key, []).append(bool(row.template_only))
+    pages = site.manifest.template_only()
+    flagged = sum(all(flags.get(canonical_url(page.url), [])) for page in pages)
+    return Share(flagged, len(pages))
 
 
 def visible(page: PageEdit, old: bytes, new: bytes) -> Spans:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc import Chunk, Chunker, ChunkParams, chunk_batch, chunk_content, chunk_many, compare
-from cdc.chunking import STANDALONE, _capacity
+from cdc.chunking import _capacity
 from tests import textgen
 
 SMALL = ChunkParams(avg_size=256, min_size=64, max_size=1024)  # many chunks from short inputs
@@ -42,15 +42,16 @@ def assert_tiles(data: bytes, chunks: list[Chunk], params: ChunkParams) -> None:
 
 
 def blocks_alone(data: bytes, chunks: list[Chunk]) -> None:
-    """Every long block (STANDALONE bytes or more before its newline) starts a chunk and its
-    newline ends one."""
+    """Every block with text ends a chunk at its newline, and starts one unless empty lines
+    come before it (they go with it)."""
     starts, ends = {c.offset for c in chunks}, {c.end for c in chunks}
-    position = 0
+    position, after_text = 0, True
     for line in data.split(b"\n"):
         end = position + len(line) + 1
-        if len(line) >= STANDALONE:
-            assert position in starts
+        if line:
+            assert not after_text or position in starts
             assert min(end, len(data)) in ends
+        after_text = bool(line)
         position = end
 
 
@@ -158,22 +159,32 @@ def test_golden_cut_points_of_text():
     assert cut_points(chunk_content(textgen.text(1, 8_000))) == GOLDEN_TEXT
 
 
-GOLDEN_PAGE = [  # title + menu lines, the menu's rest in four, banner, 3 paragraphs, code + footer
-    (0, 79, "01aa84ef5b675171627746e79778e909"),
-    (79, 69, "268e5723655f3beb4e89a829bf1b0f06"),
-    (148, 49, "9f3f589d5bff4700a6625ec4ba323d60"),
-    (197, 31, "a605d051d138f2db1a474a5a4462b1bc"),
-    (228, 76, "50ef91f4b43a54182b5249d66e627129"),
-    (304, 228, "711e35fcfcab05cb6219635c665274e5"),
-    (532, 113, "c14a3bf334530b8e71b5fadb73163507"),
-    (645, 77, "0a30bbb93d2bedd165cc0b3af1ce4627"),
-    (722, 144, "ee269c85c53162f147d589e032ad7408"),
-    (866, 57, "d5437a8ad02268334c89d3675b7b76fd"),
+GOLDEN_PAGE = [  # title, menu lines, separators, banner, 2 paragraphs, code lines, footer: a chunk a line
+    (0, 17, "3e8c487bbe153a236387af5d3e9693ba"),  # Spring catalogue
+    (17, 7, "4a62bbb75dfe1e974cc1a0c58e1fb987"),  # Home 0
+    (24, 11, "f7e40a9a33410cd392963f5104c47b28"),  # Products 1
+    (35, 9, "e773bdcc9e72e67bfa29c4f81e58faee"),  # Offers 2
+    (44, 8, "5e39cf553bf7cc7603d2387f1cc404b8"),  # About 3
+    (52, 10, "b3524ea4cb78a96b627005f5a77d773f"),  # Contact 4
+    (62, 7, "6c1664144f99ad7acadb411daa15ff91"),  # Blog 5
+    (69, 2, "c3348050157b0ace3acc7a0c3b723b04"),  # |
+    (71, 3, "54c5f3078ed532852e5ad694e774ee4f"),  # »
+    (74, 228, "711e35fcfcab05cb6219635c665274e5"),  # the banner
+    (302, 113, "c14a3bf334530b8e71b5fadb73163507"),
+    (415, 77, "0a30bbb93d2bedd165cc0b3af1ce4627"),
+    (492, 10, "f753ff5ff2434c8d051d71782328523a"),  # ```python
+    (502, 6, "d51773c6cf5f1226b35fa3e28d5a0c30"),  # if x:
+    (508, 2, "27f49b533d0832bf5b0707bdf39762a4"),  # {
+    (510, 2, "c98f0308f7000a35101a5da11ef7c7d1"),  # }
+    (512, 2, "c98f0308f7000a35101a5da11ef7c7d1"),  # }
+    (514, 4, "9d32853afcd37bd9da8fc6cac69c328c"),  # ```
+    (518, 34, "6ede2992f947cd00f20f17a217514729"),  # the footer
 ]
 
 
 def test_golden_cut_points_of_a_page_of_blocks():
-    page = (b"Spring catalogue\n" + MENU + BANNER + paragraphs(7, 3) + b"```python\nprint(1)\n```\n"
+    page = (b"Spring catalogue\n" + b"".join(MENU.splitlines(keepends=True)[:6]) + b"|\n\xc2\xbb\n"
+            + BANNER + paragraphs(7, 2) + b"```python\nif x:\n{\n}\n}\n```\n"
             + b"Copyright 2026 Example Shops Ltd.\n")
     assert cut_points(chunk_content(page)) == GOLDEN_PAGE
 
@@ -218,7 +229,7 @@ def test_a_long_block_is_a_chunk_of_its_own_whatever_surrounds_it():
         assert pieces(data, chunks, 0, len(data)).count(BANNER) == 1
         assert pieces(data, chunks, 0, len(data)).count(nav_line) == 2
         blocks_alone(data, chunks)
-    assert len(BANNER) == 228 and len(nav_line) == STANDALONE + 6
+    assert len(BANNER) == 228
 
 
 def test_a_block_ends_a_chunk_below_min_size():
@@ -228,31 +239,29 @@ def test_a_block_ends_a_chunk_below_min_size():
     assert max(c.length for c in chunks) < ChunkParams().min_size
 
 
-def test_a_run_of_short_blocks_chunks_the_same_whatever_comes_before():
-    """A menu of thirty short lines after a long block: the same chunks on every page; after a
-    page's own short lines: the same chunks from the menu's first hash-chosen end on."""
-    after_long, after_short = set(), set()
+def test_a_menu_chunks_line_by_line_whatever_comes_before():
+    """A menu of thirty short lines: a chunk a line on every page, after a long block or after
+    a page's own short lines, so a site's navigation is found line by line."""
+    menus = set()
     for seed in range(20):
-        long_before = paragraphs(seed, 1 + seed % 3)
-        data = long_before + MENU + paragraphs(seed + 50, 2)
-        menu = pieces(data, chunk_content(data), len(long_before), len(long_before) + len(MENU))
-        assert b"".join(menu) == MENU
-        after_long.add(tuple(menu))
-        short_before = long_before + f"Posted on {seed} May\nBy staff\n".encode()
-        data = short_before + MENU + paragraphs(seed + 50, 2)
-        chunks = chunk_content(data)
-        first_end = min(c.end for c in chunks if c.end > len(short_before))
-        after_short.add(tuple(pieces(data, chunks, first_end, len(short_before) + len(MENU))))
-    assert len(after_long) == 1 and len(after_short) == 1
-    menu = after_long.pop()
-    assert 3 <= len(menu) <= 12  # merged into a few chunks, not thirty, not one
-    assert after_short.pop() == menu[1:]
+        before = paragraphs(seed, 1 + seed % 3)
+        if seed % 2:
+            before += f"Posted on {seed} May\nBy staff\n|\n".encode()
+        data = before + MENU + paragraphs(seed + 50, 2)
+        menus.add(tuple(pieces(data, chunk_content(data), len(before), len(before) + len(MENU))))
+    assert menus == {tuple(MENU.splitlines(keepends=True))}
+
+
+def test_separators_are_chunks_and_empty_lines_go_with_the_next_block():
+    data = b"Python docs\n|\n\xc2\xbb\n\n\nLibrary reference\n}\n"
+    assert pieces(data, chunk_content(data), 0, len(data)) == [
+        b"Python docs\n", b"|\n", b"\xc2\xbb\n", b"\n\nLibrary reference\n", b"}\n"]
 
 
 @pytest.mark.parametrize(("data", "chunks"), [
     (b"x" * 1_000_000, 123),  # one block, no newline, no Gear boundary: max_size cuts
-    (b"a\n" * 100_000, 25),  # one-character lines never end a run: max_size cuts
-    (b"\n" * 100_000, 13),  # only newlines: empty blocks, the same
+    (b"a\n" * 100_000, 100_000),  # a chunk a line: within the bound, half the bytes
+    (b"\n" * 100_000, 13),  # only newlines: empty lines, with no block after them: max_size cuts
     (textgen.text(8, 1_000_000).replace(b"\n", b" "), 382),  # a 1 MB paragraph: Gear cuts
 ], ids=["1 MB of one byte", "100,000 one-character lines", "only newlines", "a 1 MB paragraph"])
 def test_pathological_input_stays_within_bounds(data, chunks):
@@ -268,12 +277,14 @@ def test_pathological_input_stays_within_bounds(data, chunks):
         + streamed.finish() == result
 
 
-def test_many_short_distinct_lines_stay_within_capacity():
-    """100,000 lines of 8-12 bytes: runs end one line in eight, so chunks average ~80 bytes."""
+def test_many_short_lines_are_a_chunk_each_within_capacity():
+    """100,000 lines of 12 bytes: a chunk each, under the bound `_capacity` promises."""
     data = b"".join(f"line {i:07d}\n".encode() for i in range(100_000))
     chunks = chunk_content(data)
     assert_tiles(data, chunks, ChunkParams())
-    assert 8_000 < len(chunks) < 18_000
+    assert len(chunks) == 100_000
+    separators = b"|\n" * 50_000  # the most chunks per byte the rule allows
+    assert len(chunk_content(separators)) == 50_000 <= _capacity(len(separators))
 
 
 # --- properties ----------------------------------------------------------------------------
@@ -332,6 +343,19 @@ def test_chunk_many_on_threads_equals_chunk_content():
     expected = [chunk_content(doc) for doc in docs]
     for threads in (2, 3, 8):
         assert chunk_many(docs, threads=threads) == expected
+
+
+def test_documents_with_more_chunks_than_a_batch_reserves_are_chunked_alone():
+    """A batch reserves a chunk per 8 bytes; pages of one-character lines have one per 2. In
+    every position among ordinary pages, on one thread or several, they come out whole."""
+    ordinary = [textgen.text(seed, 40_000) for seed in range(8)]
+    dense = [b"|\n" * (20_000 + seed) for seed in range(3)]
+    docs = [*ordinary[:3], dense[0], *ordinary[3:6], *dense[1:], *ordinary[6:]]
+    expected = [chunk_content(doc) for doc in docs]
+    for threads in (1, 2):
+        assert chunk_many(docs, threads=threads) == expected
+        batch = chunk_batch(docs, threads=threads)
+        assert [batch.chunks_of(i) for i in range(len(docs))] == expected
 
 
 def test_chunk_batch_holds_the_same_chunks_as_arrays():

@@ -2,11 +2,10 @@
 
 Two kinds of test. Those that hold today check the test bed: the WARCs are Wget's, every
 page is ingested in both crawls, the edits are in the extracted text and main-content
-extraction finds them. Those marked `PENDING` assert what issue 13 promises a user
-(boilerplate found for the banner and the navigation, template-only pages unchanged with
-boilerplate left out, moves reported as moves, changed regions near the change): they fail
-on today's 2 KB chunks cut in text without its blocks, so they are strict xfails. When the
-work lands they pass, the strict marker turns that into a failure, and the marker goes.
+extraction finds them. The others assert what issue 13 promises a user, in both
+extraction modes: boilerplate found for the banner and the navigation, template-only pages
+unchanged with boilerplate left out and flagged template-only in their change rows, moves
+reported as moves, changed regions near the change.
 """
 
 from __future__ import annotations
@@ -27,8 +26,6 @@ from tests.sitecrawl import BANNER, EDIT_KINDS, NONE, START_PAGE
 pytestmark = pytest.mark.slow
 
 PAGES = 80  # of the docs' 530: the two crawls take about five seconds
-PENDING = pytest.mark.xfail(strict=True, raises=AssertionError,
-                             reason="issue 13: not reached yet (whole-page navigation runs)")
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +115,7 @@ def test_edits_found_in_whole_page_mode(stores):
     assert found.ratio >= 0.98, found
 
 
-# In whole-page mode, runs of short navigation lines merge with the page's own title and
-# links into chunks that are not the same on every page: still short of the targets.
-PENDING_IN_WHOLE_PAGE = [MAIN_CONTENT, pytest.param(WHOLE_PAGE, marks=PENDING)]
-
-
-@pytest.mark.parametrize("mode", PENDING_IN_WHOLE_PAGE)
+@pytest.mark.parametrize("mode", EXTRACTION_MODES)
 def test_banner_and_navigation_are_boilerplate(stores, mode):
     """Issue 13: the banner, navigation and footer bytes lie in flagged boilerplate on at least
     95% of the pages (main content has no navigation: its banner is what counts)."""
@@ -131,10 +123,16 @@ def test_banner_and_navigation_are_boilerplate(stores, mode):
     assert coverage.both.ratio >= 0.95, coverage
 
 
-@pytest.mark.parametrize("mode", PENDING_IN_WHOLE_PAGE)
+@pytest.mark.parametrize("mode", EXTRACTION_MODES)
 def test_template_only_pages_compare_unchanged(stores, mode):
     unchanged = sitemeasure.template_only_unchanged(stores[mode])
     assert unchanged.ratio >= 0.95, unchanged
+
+
+@pytest.mark.parametrize("mode", EXTRACTION_MODES)
+def test_template_only_changes_are_flagged_in_history(stores, mode):
+    flagged = sitemeasure.template_only_flagged(stores[mode])
+    assert flagged.ratio >= 0.95, flagged
 
 
 def test_moves_are_reported_as_moves(stores):
