@@ -65,7 +65,8 @@ def iter_arc(stream: BinaryIO, source: str = "-", mode: str = MAIN_CONTENT,
             offset = records.offset  # the start of the record that failed: the end of the last one
             summary.bad += 1
             summary.damaged_at = offset
-            yield damage(source, number + 1, offset, f"unreadable ({one_line(exc)})")
+            yield damage(source, number + 1, offset, "truncated: the file ends inside the record"
+                         if _at_end(records) else f"unreadable ({one_line(exc)})")
             return
         number += 1
         summary.records += 1
@@ -91,6 +92,15 @@ def iter_arc(stream: BinaryIO, source: str = "-", mode: str = MAIN_CONTENT,
                 item = item.parse()
         if item is not None:
             yield item
+
+
+def _at_end(records: ArchiveIterator) -> bool:
+    """Whether warcio has read the whole file: a record header that failed there was cut."""
+    reader = records.reader
+    try:
+        return reader is not None and not reader.rem_length() and not records.fh.read(1)
+    except (OSError, ValueError):
+        return False
 
 
 class _Truncated(Exception):

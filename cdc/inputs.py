@@ -22,6 +22,7 @@ compare as changed when only the extraction differs.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 import sys
@@ -257,6 +258,7 @@ def open_crawl_input(name: str) -> CrawlInput:
 def open_crawl_inputs(names: Sequence[str]) -> list[CrawlInput]:
     """Every file opened and told apart before any is read, so that a file that is not crawl
     input stops the run before it starts; on an error, those opened are closed again."""
+    _allow_open_files(len(names))
     opened: list[CrawlInput] = []
     try:
         for name in names:
@@ -266,6 +268,21 @@ def open_crawl_inputs(names: Sequence[str]) -> list[CrawlInput]:
             crawl_input.close()
         raise
     return opened
+
+
+def _allow_open_files(count: int) -> None:
+    """Raise this process's soft limit on open files to fit `count` inputs held open at once,
+    as far as the hard limit allows (a crawl of thousands of shards in one run)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: opening says so if it fails
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = count + 256  # DuckDB, worker pipes, and the rest of the process
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        limit = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(OSError, ValueError):  # else opening says so if it fails
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
 
 def run_mode(inputs: Sequence[CrawlInput], requested: str | None) -> str | None:

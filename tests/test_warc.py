@@ -10,9 +10,9 @@ import pytest
 
 from cdc.extract import WHOLE_PAGE
 from cdc.ingest import Ingester
+from cdc.inputs import JSONL, WARC, sniff
 from cdc.sources import BadRecord, SourceRecord
 from cdc.store import Store
-from cdc.inputs import JSONL, WARC, sniff
 from cdc.warc import Revisit, WarcSummary, iter_warc, write_warc_response, write_warc_revisit
 
 HTML = [("Content-Type", "text/html; charset=utf-8")]
