@@ -87,7 +87,7 @@ def rows(path: Path) -> dict[str, list[tuple]]:
 
 
 def plain(shards: list[Path], store: Store) -> None:
-    items = itertools.chain.from_iterable(input_items(str(shard), False, "main", [], WarcSummary())
+    items = itertools.chain.from_iterable(input_items(str(shard), "main", [], WarcSummary())
                                           for shard in shards)
     Ingester(store, workers=1).run(items)
 

@@ -4,7 +4,7 @@ Input: the 530 HTML pages of Debian's python3.11-doc package (/usr/share/doc/pyt
 about 51 MB), served as https://docs.python.org/3.11/<path> and written once into
 data/bench/pydocs.warc.gz (one gzip member per record) with cdc.warc's writer helpers.
 
-1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.inputs.warc_items`) into an
+1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.inputs.input_items`) into an
    `Ingester` with one process per core on a fresh store, main-content extraction done where
    each page is built, in MB/s of HTML payload (1 MB = 10^6 bytes), median of `--runs`
    (default 3).
@@ -45,7 +45,7 @@ from cdc.chunking import default_threads
 from cdc.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
 from cdc.fetch import FetchOptions, fetch_all
 from cdc.ingest import WARC_BATCH_BYTES, Ingester
-from cdc.inputs import warc_items
+from cdc.inputs import input_items
 from cdc.store import Store
 from cdc.warc import WarcSummary, write_warc_response
 from tests.httpserver import TestServer
@@ -115,7 +115,7 @@ def ingest(warc: Path, store_path: Path, mode: str = MAIN_CONTENT) -> tuple[floa
     summary = WarcSummary()
     start = time.perf_counter()
     result = Ingester(Store(store_path), batch_bytes=WARC_BATCH_BYTES, workers=default_threads()).run(
-        warc_items(str(warc), mode, [], summary))
+        input_items(str(warc), mode, [], summary))
     elapsed = time.perf_counter() - start
     if result.bad:
         raise SystemExit(f"bad records in the benchmark WARC: {result.bad[:3]}")

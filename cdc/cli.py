@@ -21,11 +21,11 @@ from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, 
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.compiled import AHEAD_OF_TIME
-from cdc.errors import CdcError
+from cdc.errors import CdcError, PageNotFoundError
 from cdc.export import write_changes_csv
-from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT
+from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES, WHOLE_PAGE
 from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, mark_revisits, parse_time
-from cdc.inputs import input_items, is_warc_file
+from cdc.inputs import open_crawl_inputs, run_mode
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.lifeline import Terminated, stop_on_sigterm
 from cdc.queries import compare_generations, find_page
@@ -222,26 +222,48 @@ def _ingest_command(args: argparse.Namespace) -> int:
 
 def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
     """In this process, with `--processes` forked helpers for the per-page work."""
-    warc_files = {name for name in args.files if is_warc_file(name)}  # by content; fails early
-    ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
-                        workers=args.processes, on_write=lake.write if lake else None,
-                        batch_bytes=WARC_BATCH_BYTES if warc_files else BATCH_BYTES)
-    if warc_files:
-        store.claim_extraction_mode(args.extract)
-    revisits: list[Revisit] = []
-    warc = WarcSummary()
-    # One run over all the files: a batch may span files, so a page's versions spread over
-    # small files meet in one batch and are ordered by fetch time, as a cluster ingest orders them.
-    ingester.run(itertools.chain.from_iterable(
-        input_items(name, name in warc_files, args.extract, revisits, warc) for name in args.files))
+    inputs = open_crawl_inputs(args.files)  # each opened once; one that is not crawl input stops here
+    try:
+        mode = run_mode(inputs, args.extract)
+        archives = any(item.is_archive for item in inputs)
+        ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
+                            workers=args.processes, on_write=lake.write if lake else None,
+                            batch_bytes=WARC_BATCH_BYTES if archives else BATCH_BYTES)
+        if archives:
+            _claim_mode(store, mode)
+        revisits: list[Revisit] = []
+        warc = WarcSummary()
+        # One run over all the files: a batch may span files, so a page's versions spread over
+        # small files meet in one batch and are ordered by fetch time, as a cluster ingest orders them.
+        ingester.run(itertools.chain.from_iterable(item.items(mode, revisits, warc) for item in inputs))
+    finally:
+        for item in inputs:
+            item.close()
     ingester.summary.unchanged += len(revisits)  # fetched again, unchanged
     mark_revisits(store, revisits)
     if show:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)
-    if warc_files:
+    if archives:
         _print_warc_summary(warc)
     return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
+
+
+_MODE_WORDS = {MAIN_CONTENT: "HTML extracted with --extract main",
+               WHOLE_PAGE: "HTML extracted with --extract whole",
+               GIVEN_TEXT: "WET text (Common Crawl's own extraction)"}
+
+
+def _claim_mode(store: Store, mode: str) -> None:
+    """Record the run's text mode in the store, or refuse it; the store's own message for
+    the HTML modes, one that fits WET text where it meets HTML (no --extract turns one into
+    the other)."""
+    held = store.meta().get("extraction") if store.path.exists() else None
+    if held and held != mode and GIVEN_TEXT in (held, mode):
+        raise CdcError(f"{store.path} holds {_MODE_WORDS.get(held, held)}, not {_MODE_WORDS[mode]}: the same "
+                       "page made text two ways would compare as changed; ingest these files into another "
+                       "store (--db PATH)")
+    store.claim_extraction_mode(mode)
 
 
 def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
@@ -268,7 +290,8 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
             sys.stderr.flush()
 
         try:
-            summary = cluster_ingest(client, args.files, store, mode=args.extract, on_progress=progress,
+            summary = cluster_ingest(client, args.files, store, mode=args.extract or MAIN_CONTENT,
+                                     on_progress=progress,
                                      on_write=lake.write if lake else None)
         except KeyboardInterrupt:
             written = f"{latest[0].written:,} of {latest[0].partitions:,}" if latest else "no"
@@ -289,9 +312,13 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
 
 
 def _print_warc_summary(warc: WarcSummary) -> None:
-    skipped = [f"{count:,} with status {status}" for status, count in sorted(warc.skipped_status.items())]
+    skipped = [f"{count:,} with status {status}" for status, count in sorted(warc.skipped_status.items(),
+                                                                             key=lambda item: str(item[0]))]
     skipped += [f"{count:,} of type {kind}" for kind, count in sorted(warc.skipped_type.items())]
-    print(f"WARC records {warc.records:,}: {warc.pages:,} HTML pages, {warc.revisits:,} revisits"
+    kinds = " and ".join(sorted(warc.formats, key=("WARC", "WET", "ARC").index)) or "WARC"
+    pages = [f"{warc.pages - warc.texts:,} HTML pages"] if warc.pages > warc.texts or not warc.texts else []
+    pages += [f"{warc.texts:,} text pages (WET conversion records)"] if warc.texts else []
+    print(f"{kinds} records {warc.records:,}: {', '.join(pages)}, {warc.revisits:,} revisits"
           + (f"; not pages: {', '.join(skipped)}" if skipped else ""))
 
 
@@ -327,7 +354,13 @@ def _fetch_command(args: argparse.Namespace) -> int:
 
 
 def _compare_command(args: argparse.Namespace) -> int:
-    result = compare_generations(_store(args), args.url, args.old, args.new, args.ignore_boilerplate)
+    store = _store(args)
+    page = find_page(store, args.url)
+    if page.latest_generation == 1 and args.old is None and args.new in (None, 1):
+        raise PageNotFoundError(
+            f"{page.natural_key} has one generation (fetched {page.last_fetched:%Y-%m-%d %H:%M}): nothing to "
+            "compare yet; a later crawl of the page that changed it makes the second")
+    result = compare_generations(store, args.url, args.old, args.new, args.ignore_boilerplate)
     if args.json:
         print(json.dumps({"url": result.page.natural_key, "from": result.old.generation,
                           "to": result.new.generation, **_report_dict(result.report)}))
@@ -528,8 +561,10 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--parquet-out", metavar="DIR",
                         help="also write generations, chunk rows and change rows as Parquet under DIR, "
                              "partitioned by host")
-    ingest.add_argument("--extract", choices=EXTRACTION_MODES, default=MAIN_CONTENT,
-                        help="for WARC input: the page's main content (default) or its whole text")
+    ingest.add_argument("--extract", choices=TEXT_MODES, default=None,
+                        help="how archive pages become text: for WARC and ARC files, the page's main "
+                             f"content ({MAIN_CONTENT}, the default) or its whole text; for WET files, "
+                             f"{GIVEN_TEXT}: Common Crawl's text as it is (chosen by itself for WET files)")
     ingest.add_argument("--quiet", action="store_true", help="no progress line")
     ingest.set_defaults(run=_ingest_command)
 

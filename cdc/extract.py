@@ -8,6 +8,9 @@ so normalisation keeps each of them a block. The text is the page's main content
 (`MAIN_CONTENT`, Resiliparse's main-content heuristics drop navigation, sidebars and
 footers) or all of its visible text (`WHOLE_PAGE`). Broken markup is parsed the way a
 browser would; a body that is not HTML at all gives a record with empty text. Neither raises.
+
+`text_to_record` takes text a crawler extracted already (the `conversion` records of Common
+Crawl's WET files, `GIVEN_TEXT`) as it is: each line a block, nothing left out.
 """
 
 from __future__ import annotations
@@ -20,13 +23,19 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 
-__all__ = ["EXTRACTION_MODES", "MAIN_CONTENT", "WHOLE_PAGE", "decode_html", "html_to_record"]
+__all__ = ["EXTRACTION_MODES", "GIVEN_TEXT", "MAIN_CONTENT", "TEXT_MODES", "WHOLE_PAGE", "decode_html",
+           "html_to_record", "text_to_record"]
 
 MAIN_CONTENT = "main"
 """Only the main content: Resiliparse's heuristics leave out navigation and footers."""
 WHOLE_PAGE = "whole"
 """All visible text of the page."""
 EXTRACTION_MODES = (MAIN_CONTENT, WHOLE_PAGE)
+"""The ways cdc turns HTML into text."""
+GIVEN_TEXT = "wet"
+"""Text extracted by the crawler (WET `conversion` records), taken as it is: no HTML to extract."""
+TEXT_MODES = (*EXTRACTION_MODES, GIVEN_TEXT)
+"""Every way a store's text can have been made; a store holds one (`Store.claim_extraction_mode`)."""
 
 # Resiliparse's "minimal_html" output keeps headings as <h1>..</h6>, with text HTML-escaped,
 # so splitting at headings, dropping the remaining tags and unescaping is exact.
@@ -130,3 +139,15 @@ def html_to_record(body: bytes, url: str, fetched_at: str, declared_charset: str
         return record
     record["sections"] = _sections(marked)
     return record
+
+
+def text_to_record(body: bytes, url: str, fetched_at: str) -> dict:
+    """A record of text a crawler extracted (a WET `conversion` record's UTF-8 block): one
+    section, each non-blank line a block of its own (the extractor writes a block a line), as
+    `html_to_record` makes them. Never raises: undecodable bytes become U+FFFD."""
+    text = body.decode("utf-8", errors="replace")
+    if text[:1] == "\ufeff":
+        text = text[1:]
+    blocks = "\n\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    return {"url": url, "fetched_at": fetched_at, "title": "", "description": "",
+            "sections": [{"heading": "", "text": blocks}] if blocks else [], "extraction": GIVEN_TEXT}

@@ -31,7 +31,7 @@ from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many, chunks_from_le
 from cdc.collector import collector_paused
 from cdc.extract import MAIN_CONTENT
 from cdc.ingest import IngestSummary, by_page, outcome_tables, plan_pages, triage
-from cdc.inputs import input_items, is_warc_file
+from cdc.inputs import open_crawl_input
 from cdc.normalize import content_digest
 from cdc.sources import BadRecord, one_line
 from cdc.store import PageState, RetentionPolicy, WriteBatch
@@ -96,9 +96,9 @@ def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
     columns: list[list] = [[] for _ in OBSERVATION_SCHEMA]
     waiting: list[tuple] = []
     try:
-        warc = is_warc_file(name)
-        report.warc = WarcSummary() if warc else None
-        items = input_items(name, warc, mode, report.revisits, report.warc or WarcSummary())
+        crawl_input = open_crawl_input(name)
+        report.warc = WarcSummary() if crawl_input.is_archive else None
+        items = crawl_input.items(mode, report.revisits, report.warc or WarcSummary())
         for item in items:
             if isinstance(item, BadRecord):
                 report.bad.append(item)

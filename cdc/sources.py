@@ -242,7 +242,7 @@ def _split_lines(read: Callable[[int], bytes], source: str, parse: Callable) -> 
         yield parse(pending, source, number + 1)
 
 
-def _display(name: str) -> str:
+def display_name(name: str) -> str:
     """A file name for a one-line message."""
     return name if name.isprintable() else repr(name)
 
@@ -266,21 +266,14 @@ def _starts_with_gzip_magic(stream: BinaryIO) -> bool:
     return peek is not None and peek(2)[:2] == GZIP_MAGIC
 
 
-def open_input(name: str) -> BinaryIO:
-    """A binary stream of the file `name` ("-": stdin), decompressed when its content is gzip.
+def open_file(name: str, buffering: int = -1) -> BinaryIO:
+    """The file `name` opened to read bytes, as it is (no decompression).
 
     Raises InputError, with a one-line message, when the file cannot be opened.
     """
-    shown = _display(name)
-    if name == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        if stdin is None:
-            raise InputError("-: there is no standard input to read; give a file name")
-        if _starts_with_gzip_magic(stdin):
-            return gzip.GzipFile(fileobj=stdin, mode="rb")  # closing it leaves stdin open
-        return stdin
+    shown = display_name(name)
     try:
-        raw = open(name, "rb")  # noqa: SIM115 - returned open; the caller closes it
+        return open(name, "rb", buffering=buffering)  # the caller closes it
     except FileNotFoundError as exc:
         raise InputError(f"{shown}: no such file") from exc
     except IsADirectoryError as exc:
@@ -289,11 +282,27 @@ def open_input(name: str) -> BinaryIO:
         raise InputError(f"{shown}: permission denied; check the file's permissions") from exc
     except OSError as exc:
         raise InputError(f"{shown}: cannot open ({exc.strerror or one_line(exc)})") from exc
+
+
+def open_input(name: str) -> BinaryIO:
+    """A binary stream of the file `name` ("-": stdin), decompressed when its content is gzip.
+
+    Raises InputError, with a one-line message, when the file cannot be opened. (Crawl input
+    files go through `cdc.inputs.open_crawl_input`, which also tells their format.)
+    """
+    if name == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:
+            raise InputError("-: there is no standard input to read; give a file name")
+        if _starts_with_gzip_magic(stdin):
+            return gzip.GzipFile(fileobj=stdin, mode="rb")  # closing it leaves stdin open
+        return stdin
+    raw = open_file(name)
     try:
         is_gzip = _starts_with_gzip_magic(raw)
     except OSError as exc:
         raw.close()
-        raise InputError(f"{shown}: cannot read ({exc.strerror or one_line(exc)})") from exc
+        raise InputError(f"{display_name(name)}: cannot read ({exc.strerror or one_line(exc)})") from exc
     return _GzipInput(raw) if is_gzip else raw
 
 
@@ -311,11 +320,16 @@ def iter_records(name: str) -> Iterator[SourceRecord | BadRecord]:
             stream.close()
 
 
+def raw_lines(stream: BinaryIO, source: str = "-") -> Iterator[RawLine | BadRecord]:
+    """`iter_jsonl` of a stream with parsing left to the consumer (`RawLine.parse`)."""
+    return iter_jsonl(stream, source, parse=_raw_line)
+
+
 def iter_lines(name: str) -> Iterator[RawLine | BadRecord]:
     """`iter_records` with parsing left to the consumer (`RawLine.parse`), for parallel ingest."""
     stream = open_input(name)
     try:
-        yield from iter_jsonl(stream, name, parse=_raw_line)
+        yield from raw_lines(stream, name)
     finally:
         if stream is not getattr(sys.stdin, "buffer", None):
             stream.close()

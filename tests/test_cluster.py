@@ -51,7 +51,7 @@ def base(tmp_path):
     path = tmp_path / "base.duckdb"
     first = crawlgen.crawl(hosts=2, pages=5, versions=1)[::2]
     Ingester(Store(path)).run(input_items(str(crawlgen.write_jsonl(tmp_path / "base.jsonl", first)),
-                                          False, "main", [], WarcSummary()))
+                                          "main", [], WarcSummary()))
     return path
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from cdc.extract import WHOLE_PAGE
 from cdc.ingest import Ingester
+from cdc.inputs import JSONL, WARC, sniff
 from cdc.sources import BadRecord, SourceRecord
 from cdc.store import Store
-from cdc.warc import Revisit, WarcSummary, is_warc, iter_warc, write_warc_response, write_warc_revisit
+from cdc.warc import Revisit, WarcSummary, iter_warc, write_warc_response, write_warc_revisit
 
 HTML = [("Content-Type", "text/html; charset=utf-8")]
 
@@ -188,18 +189,13 @@ def test_text_stream_is_a_callers_mistake():
         next(iter_warc(io.StringIO("WARC/1.1"), "x"))
 
 
-def test_is_warc(sample):
-    assert is_warc(sample)
-    assert is_warc(sample[:512])  # the first bytes are enough; a gzip header block needs a few hundred
-    stream = io.BufferedReader(io.BytesIO(sample))
-    assert is_warc(stream)
-    assert stream.read(4) == sample[:4]  # peeked, not consumed
-    seekable = io.BytesIO(sample)
-    assert is_warc(seekable) and seekable.tell() == 0
-    assert not is_warc(b'{"url": "https://e.com/"}\n')
-    assert not is_warc(gzip.compress(b'{"url": "https://e.com/"}\n'))
-    assert not is_warc(b"")
-    assert is_warc(gzip.compress(b"WARC/1.0\r\nWARC-Type: warcinfo\r\n"))
+def test_a_warc_is_told_by_its_first_bytes(sample):
+    assert sniff(sample).format == WARC
+    assert sniff(sample[:512]).format == WARC  # the first bytes are enough, gzip or not
+    assert sniff(b'{"url": "https://e.com/"}\n').format == JSONL
+    assert sniff(gzip.compress(b'{"url": "https://e.com/"}\n')).format == JSONL
+    assert sniff(b"").format == JSONL  # nothing to read
+    assert sniff(gzip.compress(b"WARC/1.0\r\nWARC-Type: warcinfo\r\n")).format == WARC
 
 
 def test_ingest_pages_from_warc(tmp_path, sample):
