@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import NamedTuple
@@ -62,7 +62,8 @@ class Edit(NamedTuple):
 
 @dataclass(frozen=True)
 class Span:
-    """A changed stretch: its chunks on each side and the unchanged chunks around it."""
+    """A changed stretch: its chunks on each side, the unchanged chunks around it, and the
+    aligned chunks between it and the next stretch (none after the last)."""
 
     old: list[Chunk]
     new: list[Chunk]
@@ -70,6 +71,8 @@ class Span:
     new_before: Chunk | None
     old_after: Chunk | None
     new_after: Chunk | None
+    old_gap: Sequence[Chunk] = ()
+    new_gap: Sequence[Chunk] = ()
 
 
 def _pieces(chunks: list[Chunk]) -> list[list[int]]:
@@ -345,6 +348,68 @@ if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.aot
     _scan_words = AHEAD_OF_TIME.scan_words
 
 
+def _scan(text: bytes, pieces: list[list[int]]) -> tuple[np.ndarray, int]:
+    """The word scan of the pieces: its table (hash, start, end, piece; a column a row) and
+    how many words it holds."""
+    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
+    found = np.empty((4, capacity), np.uint64)
+    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
+                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
+    return found, count
+
+
+def _count_words(text: bytes, chunks: Sequence[Chunk], enough: int | None = None) -> int:
+    """How many tokens the chunks hold; given `enough`, counted a few chunks at a time (one,
+    two, four, ...) and no further once that many are found. A token that a boundary
+    between adjacent chunks cuts counts once."""
+    count, done, batch = 0, 0, 1 if enough is not None else len(chunks)
+    while done < len(chunks) and (enough is None or count < enough):
+        group = chunks[done:done + batch]
+        count += _scan(text, _pieces(group))[1]
+        if done and chunks[done - 1].end == group[0].offset and not is_token_boundary(text, group[0].offset):
+            count -= 1
+        done += len(group)
+        batch *= 2
+    return count
+
+
+def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
+    """The changed stretches, joined across the aligned runs between them that a word
+    alignment could cross, so each is diffed as one.
+
+    The chunk alignment counts chunks, and chunks are blocks: a code fence, a closing brace
+    or a short heading is a chunk of its own that recurs through a page, and the alignment
+    may pair it with any of its copies, or keep three such chunks in order over one long
+    paragraph. Diffed apart, a paragraph whose line breaks alone changed is then deleted in
+    one stretch and inserted in the next. An aligned run stays a bound of the word diff when
+    it holds at least as many tokens as the old tokens on one side of it and the new on the
+    other, either way round: an alignment that crosses it matches no token of it, and every
+    token it matches is one of those, so it can match no more words than the run keeps.
+    Anything shorter is diffed together with the stretches around it; counted in tokens,
+    as the word diff counts, so the rule is the same in every script.
+    """
+    if len(spans) < 2:
+        return spans
+    windows: list[tuple[Span, int, int]] = []  # a window, its old and new tokens
+    for span in spans:
+        old_count, new_count = _count_words(old_text, span.old), _count_words(new_text, span.new)
+        while windows:
+            last, last_old, last_new = windows[-1]
+            enough = max(last_old + new_count, last_new + old_count)
+            held = _count_words(old_text, last.old_gap, enough)  # the same bytes on both sides
+            if held >= enough:
+                break
+            windows.pop()
+            span = Span(old=[*last.old, *last.old_gap, *span.old], new=[*last.new, *last.new_gap, *span.new],
+                        old_before=last.old_before, new_before=last.new_before,
+                        old_after=span.old_after, new_after=span.new_after,
+                        old_gap=span.old_gap, new_gap=span.new_gap)
+            old_count += last_old + held
+            new_count += last_new + held
+        windows.append((span, old_count, new_count))
+    return [span for span, _, _ in windows]
+
+
 def _words(text: bytes, pieces: list[list[int]]) -> Words:
     """The words of the pieces of `text`, found in one compiled pass.
 
@@ -352,10 +417,7 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
     a sequence by hash anyway (Python's `hash` of each `bytes`, before), and reads an
     `array` of them without a Python object per word.
     """
-    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
-    found = np.empty((4, capacity), np.uint64)
-    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
-                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
+    found, count = _scan(text, pieces)
     hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
     for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
         column.frombytes(values.tobytes())  # copied: an exported buffer could not shrink
@@ -622,7 +684,7 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
     old end, new start, new end); each is a move, joined to the moved words next to it.
     """
     regions = []
-    for span in spans:
+    for span in _windows(spans, old_text, new_text):
         old_pieces, new_pieces = _regions(span, old_text, new_text)
         if len(old_pieces) == 1 and len(new_pieces) == 1:
             _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
