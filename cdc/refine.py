@@ -452,7 +452,8 @@ def _changes(old: Words, new: Words) -> list[tuple[int, int, int, int]]:
     return stretches(Indel.opcodes(old.hashes, new.hashes).as_list())
 
 
-def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
+def _absorb_short_equalities(changes: list[tuple], old: Words, new: Words, old_text: bytes,
+                             new_text: bytes) -> list[tuple]:
     """Merge neighbouring changes across equal words that are noise, until none are left.
 
     Sizes count tokens (words, or characters of the scripts written without spaces), so the
@@ -460,7 +461,9 @@ def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
     either change around it (diff-match-patch's rule, which takes up to the whole change,
     scaled down: on the corpus it marked 5-15% of unchanged words as changed), or when it is
     one token next to a larger change: unrelated texts share "the" and "of", and a report
-    that keeps them is a scatter, not precision.
+    that keeps them is a scatter, not precision. A run that is whole blocks on both sides (a
+    line break before it and after it) stays: an unchanged paragraph, heading or code fence
+    between two changed ones is not a stray word the two texts happen to share.
 
     One pass with a stack reaches the same result as repeated passes: a merge only makes a
     change larger, which can only make its neighbours' merges due, never undo one; so after
@@ -469,18 +472,40 @@ def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
     merged: list[tuple] = []
     for change in changes:
         merged.append(change)
-        while len(merged) > 1 and _noise_between(merged[-2], merged[-1]):
+        while len(merged) > 1 and _noise_between(merged[-2], merged[-1], old, new, old_text, new_text):
             last = merged.pop()
             merged[-1] = (merged[-1][0], last[1], merged[-1][2], last[3])
     return merged
 
 
-def _noise_between(first: tuple, second: tuple) -> bool:
+def _noise_between(first: tuple, second: tuple, old: Words, new: Words, old_text: bytes,
+                   new_text: bytes) -> bool:
     between = second[0] - first[1]  # tokens, the same on both sides
     size_first = max(first[1] - first[0], first[3] - first[2])
     size_second = max(second[1] - second[0], second[3] - second[2])
-    return between <= min(size_first, size_second) // EQUALITY_SHARE or (
-        between <= SHORT_EQUALITY < max(size_first, size_second))
+    if not (between <= min(size_first, size_second) // EQUALITY_SHARE
+            or between <= SHORT_EQUALITY < max(size_first, size_second)):
+        return False
+    return not (between and _whole_blocks(old_text, old, first[1], second[0])
+                and _whole_blocks(new_text, new, first[3], second[2]))
+
+
+def _whole_blocks(text: bytes, words: Words, i1: int, i2: int) -> bool:
+    """Whether words i1..i2-1 are whole blocks: a line break (or an end of the text) before
+    the first and after the last, the whitespace around them looked through."""
+    after = words.begins[i2] if i2 < len(words.begins) else words.ends[i2 - 1]
+    return (_block_break(text, words.ends[i1 - 1] if i1 else words.begins[i1], words.begins[i1])
+            and _block_break(text, words.ends[i2 - 1], after))
+
+
+def _block_break(text: bytes, left: int, right: int) -> bool:
+    """Whether the whitespace around text[left:right] (the gap between two words) holds a
+    line break or reaches an end of the text."""
+    while left > 0 and text[left - 1] in WHITESPACE:
+        left -= 1
+    while right < len(text) and text[right] in WHITESPACE:
+        right += 1
+    return left == 0 or right == len(text) or b"\n" in text[left:right]
 
 
 def _ranges(words: Words, i1: int, i2: int) -> list[tuple[int, int]]:
@@ -690,7 +715,7 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
             _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
         old_words, new_words = _words(old_text, old_pieces), _words(new_text, new_pieces)
         changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
-        changes = _absorb_short_equalities(changes)
+        changes = _absorb_short_equalities(changes, old_words, new_words, old_text, new_text)
         regions.append(_Region(old_words, new_words, changes, old_pieces[0][0], new_pieces[0][0]))
     found = _token_moves(regions)
     old_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -719,7 +744,8 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
         old, new = regions[old_region].old, regions[new_region].new
         moves.append(Edit(MOVE, old.begins[i1], old.ends[i2 - 1] - old.begins[i1],
                           new.begins[j1], new.ends[j2 - 1] - new.begins[j1]))
-        inner = _absorb_short_equalities(_inner_changes(old, new, i1, i2, j1, j2))
+        inner = _absorb_short_equalities(_inner_changes(old, new, i1, i2, j1, j2), old, new,
+                                         old_text, new_text)
         edits += _edits(inner, old, new, old_text, new_text, (old.begins[i1], old.ends[i2 - 1]),
                         (new.begins[j1], new.ends[j2 - 1]))
     edits += _merge_moves(moves, old_text, new_text)

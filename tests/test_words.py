@@ -227,6 +227,28 @@ def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
     assert sum(read) < (len(old) + len(new)) / 10
 
 
+@pytest.mark.parametrize("old, new, line", [
+    ("Variables are immutable by default; this is one of the many nudges Rust gives you:\n```\n"
+     "This code does not compile yet, so read the error message that the compiler prints.\n",
+     "Here we look at mutability in a little more detail, and why it matters\n```\n"
+     "Errors from rustc exist to help find mistakes in programs.\n", "```"),
+    ("変数は標準で不変になります。これは、Rustが提供する安全性のひとつです:\n```\n"
+     "このコードはまだコンパイルできないので、エラーメッセージを読んでみましょう。\n",
+     "ここで、可変性について少し詳しく見ていきます\n```\n"
+     "コンパイラが出すエラーは、間違いを見つける手助けになります。\n", "```"),
+], ids=["en", "ja"])
+def test_an_unchanged_line_between_two_changed_ones_is_no_part_of_an_edit(old, new, line):
+    """The cleanup takes a stray equal word into the change around it, but an unchanged
+    block (here a code fence, one token) between two changed blocks stays unchanged."""
+    old_bytes, new_bytes = old.encode(), new.encode()
+    old_at, new_at = old_bytes.index(line.encode()), new_bytes.index(line.encode())
+    report = diff(old_bytes, new_bytes)
+    assert report.edits
+    for edit in report.edits:
+        assert not edit.old_offset <= old_at < edit.old_offset + edit.old_length, edit
+        assert not edit.new_offset <= new_at < edit.new_offset + edit.new_length, edit
+
+
 # --- moves ------------------------------------------------------------------------------------------
 
 
