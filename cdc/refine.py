@@ -3,9 +3,10 @@
 Only the stretches the chunk comparison marks as changed are read, so the cost grows with
 the change, not with the page. In each stretch:
 
-1. The stretch is widened to whole tokens where it meets an unchanged neighbour (chunk
-   boundaries fall mid-word), and its common prefix and suffix are set aside, short of the
-   block (line) they end in.
+1. Stretches are joined, with the aligned chunks between them, where those chunks hold too
+   few tokens to bound a word alignment (see `_windows`). Each is widened to whole tokens
+   where it meets an unchanged neighbour (chunk boundaries fall mid-word), and its common
+   prefix and suffix are set aside, short of the block (line) they end in.
 2. What is left is split into tokens by a compiled pass that decodes UTF-8 (so no offset
    splits a character) and hashes each token: a character of a script written without
    spaces (Han, kana, Thai, ...: see `_char_class`) is a token with the marks after it;
@@ -15,7 +16,7 @@ the change, not with the page. In each stretch:
 3. Short runs of equal tokens stranded between two larger edits are absorbed into them,
    as diff-match-patch's semantic cleanup does, counted in tokens so that every script is
    treated alike: unrelated texts share "the" and "of", and a report that keeps those is
-   noise, not precision.
+   noise, not precision. Equal runs that are whole blocks stay.
 4. Text deleted in one place and inserted in another is a `move` (see `cdc.moves`), with
    the edits inside it; chunks the chunk comparison found moved are moves too.
 
@@ -383,8 +384,10 @@ def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
     paragraph. Diffed apart, a paragraph whose line breaks alone changed is then deleted in
     one stretch and inserted in the next. An aligned run stays a bound of the word diff when
     it holds at least as many tokens as the old tokens on one side of it and the new on the
-    other, either way round: an alignment that crosses it matches no token of it, and every
-    token it matches is one of those, so it can match no more words than the run keeps.
+    other, either way round: an alignment that crosses it (pairs a word before it with one
+    after it) pairs none of its words with their copies, and each pair it makes has its old
+    word before the run or its new word after it (or the other way round), so it can pair
+    no more words than the run keeps.
     Anything shorter is diffed together with the stretches around it; counted in tokens,
     as the word diff counts, so the rule is the same in every script.
     """
