@@ -14,6 +14,14 @@ texts given. The reference for what truly changed is independent of cdc's tokens
 - the non-whitespace bytes of tokens outside the alignment are the truly changed bytes, in
   the old text (deleted) and in the new text (inserted).
 
+The `\n` between blocks (norm-v2 writes one block a line) is whitespace here as in cdc's
+tokens: it ends a token and is never one, and the alignment runs over the whole text, across
+blocks. So a paragraph re-wrapped, split or joined is no change, as cdc reports it (a
+comparison whose every word is the same is `unchanged`), and a word may align with its copy
+in another block, as in any word diff. That is the right reference for this measure, which
+counts changed non-whitespace bytes: a block break is layout, not content; one that made
+line breaks tokens would count every re-wrapped paragraph as changed.
+
 cdc's changed bytes are the non-whitespace bytes inside its edits' ranges, on both sides (a
 `move` marks its text at both places, as the word alignment, which knows no moves, deletes it
 at one and inserts it at the other). Precision is the share of cdc's changed bytes that truly

@@ -152,11 +152,14 @@ def _move_runs(old: list[Chunk], new: list[Chunk],
 
 def _spans(opcodes: list[tuple], old_kept: list[Chunk], new_kept: list[Chunk],
            moved_old: set[int], moved_new: set[int]) -> list[Span]:
-    """The changed stretches between aligned runs, without moved chunks, for `refine`."""
+    """The changed stretches between aligned runs, without moved chunks, and the aligned
+    chunks after each up to the next, for `refine`."""
 
     def kept(chunks: list[Chunk], i: int, moved: set[int]) -> Chunk | None:
         return chunks[i] if 0 <= i < len(chunks) and i not in moved else None
 
+    runs = stretches(opcodes)
+    ends = [(i1, j1) for i1, _, j1, _ in runs[1:]] + [(i2, j2) for _, i2, _, j2 in runs[-1:]]
     return [
         Span(
             old=[old_kept[i] for i in range(i1, i2) if i not in moved_old],
@@ -165,8 +168,10 @@ def _spans(opcodes: list[tuple], old_kept: list[Chunk], new_kept: list[Chunk],
             new_before=kept(new_kept, j1 - 1, moved_new),
             old_after=kept(old_kept, i2, moved_old),
             new_after=kept(new_kept, j2, moved_new),
+            old_gap=old_kept[i2:next_i1],  # aligned: what lies before the next stretch
+            new_gap=new_kept[j2:next_j1],
         )
-        for i1, i2, j1, j2 in stretches(opcodes)
+        for (i1, i2, j1, j2), (next_i1, next_j1) in zip(runs, ends)
     ]
 
 

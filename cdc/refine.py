@@ -3,9 +3,10 @@
 Only the stretches the chunk comparison marks as changed are read, so the cost grows with
 the change, not with the page. In each stretch:
 
-1. The stretch is widened to whole tokens where it meets an unchanged neighbour (chunk
-   boundaries fall mid-word), and its common prefix and suffix are set aside, short of the
-   block (line) they end in.
+1. Stretches are joined, with the aligned chunks between them, where those chunks hold too
+   few tokens to bound a word alignment (see `_windows`). Each is widened to whole tokens
+   where it meets an unchanged neighbour (chunk boundaries fall mid-word), and its common
+   prefix and suffix are set aside, short of the block (line) they end in.
 2. What is left is split into tokens by a compiled pass that decodes UTF-8 (so no offset
    splits a character) and hashes each token: a character of a script written without
    spaces (Han, kana, Thai, ...: see `_char_class`) is a token with the marks after it;
@@ -15,7 +16,7 @@ the change, not with the page. In each stretch:
 3. Short runs of equal tokens stranded between two larger edits are absorbed into them,
    as diff-match-patch's semantic cleanup does, counted in tokens so that every script is
    treated alike: unrelated texts share "the" and "of", and a report that keeps those is
-   noise, not precision.
+   noise, not precision. Equal runs that are whole blocks stay.
 4. Text deleted in one place and inserted in another is a `move` (see `cdc.moves`), with
    the edits inside it; chunks the chunk comparison found moved are moves too.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import NamedTuple
@@ -62,7 +63,8 @@ class Edit(NamedTuple):
 
 @dataclass(frozen=True)
 class Span:
-    """A changed stretch: its chunks on each side and the unchanged chunks around it."""
+    """A changed stretch: its chunks on each side, the unchanged chunks around it, and the
+    aligned chunks between it and the next stretch (none after the last)."""
 
     old: list[Chunk]
     new: list[Chunk]
@@ -70,6 +72,8 @@ class Span:
     new_before: Chunk | None
     old_after: Chunk | None
     new_after: Chunk | None
+    old_gap: Sequence[Chunk] = ()
+    new_gap: Sequence[Chunk] = ()
 
 
 def _pieces(chunks: list[Chunk]) -> list[list[int]]:
@@ -345,6 +349,70 @@ if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.aot
     _scan_words = AHEAD_OF_TIME.scan_words
 
 
+def _scan(text: bytes, pieces: list[list[int]]) -> tuple[np.ndarray, int]:
+    """The word scan of the pieces: its table (hash, start, end, piece; a column a row) and
+    how many words it holds."""
+    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
+    found = np.empty((4, capacity), np.uint64)
+    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
+                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
+    return found, count
+
+
+def _count_words(text: bytes, chunks: Sequence[Chunk], enough: int | None = None) -> int:
+    """How many tokens the chunks hold; given `enough`, counted a few chunks at a time (one,
+    two, four, ...) and no further once that many are found. A token that a boundary
+    between adjacent chunks cuts counts once."""
+    count, done, batch = 0, 0, 1 if enough is not None else len(chunks)
+    while done < len(chunks) and (enough is None or count < enough):
+        group = chunks[done:done + batch]
+        count += _scan(text, _pieces(group))[1]
+        if done and chunks[done - 1].end == group[0].offset and not is_token_boundary(text, group[0].offset):
+            count -= 1
+        done += len(group)
+        batch *= 2
+    return count
+
+
+def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
+    """The changed stretches, joined across the aligned runs between them that a word
+    alignment could cross, so each is diffed as one.
+
+    The chunk alignment counts chunks, and chunks are blocks: a code fence, a closing brace
+    or a short heading is a chunk of its own that recurs through a page, and the alignment
+    may pair it with any of its copies, or keep three such chunks in order over one long
+    paragraph. Diffed apart, a paragraph whose line breaks alone changed is then deleted in
+    one stretch and inserted in the next. An aligned run stays a bound of the word diff when
+    it holds at least as many tokens as the old tokens on one side of it and the new on the
+    other, either way round: an alignment that crosses it (pairs a word before it with one
+    after it) pairs none of its words with their copies, and each pair it makes has its old
+    word before the run or its new word after it (or the other way round), so it can pair
+    no more words than the run keeps.
+    Anything shorter is diffed together with the stretches around it; counted in tokens,
+    as the word diff counts, so the rule is the same in every script.
+    """
+    if len(spans) < 2:
+        return spans
+    windows: list[tuple[Span, int, int]] = []  # a window, its old and new tokens
+    for span in spans:
+        old_count, new_count = _count_words(old_text, span.old), _count_words(new_text, span.new)
+        while windows:
+            last, last_old, last_new = windows[-1]
+            enough = max(last_old + new_count, last_new + old_count)
+            held = _count_words(old_text, last.old_gap, enough)  # the same bytes on both sides
+            if held >= enough:
+                break
+            windows.pop()
+            span = Span(old=[*last.old, *last.old_gap, *span.old], new=[*last.new, *last.new_gap, *span.new],
+                        old_before=last.old_before, new_before=last.new_before,
+                        old_after=span.old_after, new_after=span.new_after,
+                        old_gap=span.old_gap, new_gap=span.new_gap)
+            old_count += last_old + held
+            new_count += last_new + held
+        windows.append((span, old_count, new_count))
+    return [span for span, _, _ in windows]
+
+
 def _words(text: bytes, pieces: list[list[int]]) -> Words:
     """The words of the pieces of `text`, found in one compiled pass.
 
@@ -352,10 +420,7 @@ def _words(text: bytes, pieces: list[list[int]]) -> Words:
     a sequence by hash anyway (Python's `hash` of each `bytes`, before), and reads an
     `array` of them without a Python object per word.
     """
-    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
-    found = np.empty((4, capacity), np.uint64)
-    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
-                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
+    found, count = _scan(text, pieces)
     hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
     for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
         column.frombytes(values.tobytes())  # copied: an exported buffer could not shrink
@@ -390,7 +455,8 @@ def _changes(old: Words, new: Words) -> list[tuple[int, int, int, int]]:
     return stretches(Indel.opcodes(old.hashes, new.hashes).as_list())
 
 
-def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
+def _absorb_short_equalities(changes: list[tuple], old: Words, new: Words, old_text: bytes,
+                             new_text: bytes) -> list[tuple]:
     """Merge neighbouring changes across equal words that are noise, until none are left.
 
     Sizes count tokens (words, or characters of the scripts written without spaces), so the
@@ -398,7 +464,9 @@ def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
     either change around it (diff-match-patch's rule, which takes up to the whole change,
     scaled down: on the corpus it marked 5-15% of unchanged words as changed), or when it is
     one token next to a larger change: unrelated texts share "the" and "of", and a report
-    that keeps them is a scatter, not precision.
+    that keeps them is a scatter, not precision. A run that is whole blocks on both sides (a
+    line break before it and after it) stays: an unchanged paragraph, heading or code fence
+    between two changed ones is not a stray word the two texts happen to share.
 
     One pass with a stack reaches the same result as repeated passes: a merge only makes a
     change larger, which can only make its neighbours' merges due, never undo one; so after
@@ -407,18 +475,40 @@ def _absorb_short_equalities(changes: list[tuple]) -> list[tuple]:
     merged: list[tuple] = []
     for change in changes:
         merged.append(change)
-        while len(merged) > 1 and _noise_between(merged[-2], merged[-1]):
+        while len(merged) > 1 and _noise_between(merged[-2], merged[-1], old, new, old_text, new_text):
             last = merged.pop()
             merged[-1] = (merged[-1][0], last[1], merged[-1][2], last[3])
     return merged
 
 
-def _noise_between(first: tuple, second: tuple) -> bool:
+def _noise_between(first: tuple, second: tuple, old: Words, new: Words, old_text: bytes,
+                   new_text: bytes) -> bool:
     between = second[0] - first[1]  # tokens, the same on both sides
     size_first = max(first[1] - first[0], first[3] - first[2])
     size_second = max(second[1] - second[0], second[3] - second[2])
-    return between <= min(size_first, size_second) // EQUALITY_SHARE or (
-        between <= SHORT_EQUALITY < max(size_first, size_second))
+    if not (between <= min(size_first, size_second) // EQUALITY_SHARE
+            or between <= SHORT_EQUALITY < max(size_first, size_second)):
+        return False
+    return not (between and _whole_blocks(old_text, old, first[1], second[0])
+                and _whole_blocks(new_text, new, first[3], second[2]))
+
+
+def _whole_blocks(text: bytes, words: Words, i1: int, i2: int) -> bool:
+    """Whether words i1..i2-1 are whole blocks: a line break (or an end of the text) before
+    the first and after the last, the whitespace around them looked through."""
+    after = words.begins[i2] if i2 < len(words.begins) else words.ends[i2 - 1]
+    return (_block_break(text, words.ends[i1 - 1] if i1 else words.begins[i1], words.begins[i1])
+            and _block_break(text, words.ends[i2 - 1], after))
+
+
+def _block_break(text: bytes, left: int, right: int) -> bool:
+    """Whether the whitespace around text[left:right] (the gap between two words) holds a
+    line break or reaches an end of the text."""
+    while left > 0 and text[left - 1] in WHITESPACE:
+        left -= 1
+    while right < len(text) and text[right] in WHITESPACE:
+        right += 1
+    return left == 0 or right == len(text) or b"\n" in text[left:right]
 
 
 def _ranges(words: Words, i1: int, i2: int) -> list[tuple[int, int]]:
@@ -622,13 +712,13 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
     old end, new start, new end); each is a move, joined to the moved words next to it.
     """
     regions = []
-    for span in spans:
+    for span in _windows(spans, old_text, new_text):
         old_pieces, new_pieces = _regions(span, old_text, new_text)
         if len(old_pieces) == 1 and len(new_pieces) == 1:
             _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
         old_words, new_words = _words(old_text, old_pieces), _words(new_text, new_pieces)
         changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
-        changes = _absorb_short_equalities(changes)
+        changes = _absorb_short_equalities(changes, old_words, new_words, old_text, new_text)
         regions.append(_Region(old_words, new_words, changes, old_pieces[0][0], new_pieces[0][0]))
     found = _token_moves(regions)
     old_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -657,7 +747,8 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
         old, new = regions[old_region].old, regions[new_region].new
         moves.append(Edit(MOVE, old.begins[i1], old.ends[i2 - 1] - old.begins[i1],
                           new.begins[j1], new.ends[j2 - 1] - new.begins[j1]))
-        inner = _absorb_short_equalities(_inner_changes(old, new, i1, i2, j1, j2))
+        inner = _absorb_short_equalities(_inner_changes(old, new, i1, i2, j1, j2), old, new,
+                                         old_text, new_text)
         edits += _edits(inner, old, new, old_text, new_text, (old.begins[i1], old.ends[i2 - 1]),
                         (new.begins[j1], new.ends[j2 - 1]))
     edits += _merge_moves(moves, old_text, new_text)

@@ -3,6 +3,7 @@ moved paragraphs as `move` edits with the edits inside them."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -149,6 +150,103 @@ def test_edit_offsets_are_always_on_character_boundaries(old, new, glue):
         shown(new_bytes, edit.new_offset, edit.new_length).decode("utf-8")
         for text, offset in ((old_bytes, edit.old_offset), (new_bytes, edit.new_offset)):
             assert offset == len(text) or not 0x80 <= text[offset] < 0xC0
+
+
+# --- blocks -----------------------------------------------------------------------------------------
+
+# A chapter of a Markdown book, one block a line as the normalisation writes it: in the old
+# version the paragraph after the code keeps its source's line breaks, in the new one it is
+# one line, and the listing and its output became includes (the shape of a real revision of
+# the Rust book's chapter 11). The only "```" line of the old text that stands alone comes
+# after the output; the chunk alignment, which counts chunks, pairs it with the new text's
+# "```" before the paragraph.
+FENCED_EN = ["For now, let us ignore the top two lines and focus on the function to see how it works.",
+             "Note the test annotation before the fn line: this attribute indicates this is a test",
+             "function, so the test runner knows to treat this function as a test. We could also have",
+             "non-test functions in the tests module to help set up common scenarios or do operations."]
+FENCED_JA = ["今のところ、上の二行は無視して、関数がどのように動くかに注目しましょう。",
+             "関数の前にある注釈に注意してください。この属性は、これがテスト関数であることを示すので、",
+             "テストランナーはこの関数をテストとして扱うことを知っています。テストモジュールには、",
+             "よくある場面を準備したり共通の処理を行ったりする、テストではない関数を置くこともできます。"]
+
+
+INCLUDE = "{{#rustdoc_include ../listings/ch11-writing-automated-tests/listing-11-01/src/lib.rs}}"
+
+
+def fenced(lines: list[str], wrapped: bool) -> str:
+    intro = "Let us create a new library project called adder that will add two numbers together.\n"
+    after = "Cargo compiled and ran the test and printed the result of every test that it ran in the crate.\n"
+    if wrapped:
+        return (intro + "```rust\nfn it_works() {\nlet result = 2 + 2;\nassert_eq!(result, 4);\n}\n```\n"
+                + "\n".join(lines)
+                + "\n$ cargo test Compiling adder v0.1.0 (file:///projects/adder) Finished dev in 0.22 secs\n"
+                + "running 1 test test tests::it_works ... ok test result: ok. 1 passed; 0 failed\n"
+                + "```\n" + after)
+    return (intro + "```rust\n" + INCLUDE + "\n```\n" + " ".join(lines) + "\n" + after)
+
+
+@pytest.mark.parametrize("lines", [FENCED_EN, FENCED_JA], ids=["en", "ja"])
+def test_a_paragraph_whose_line_breaks_alone_changed_is_no_edit_across_a_short_chunk(lines):
+    """The paragraph is the same words in the same place: no edit touches it on either side
+    (it was a `move` of the whole paragraph while each changed stretch of chunks was diffed
+    alone), and what did change is the listing and the output."""
+    old, new = fenced(lines, wrapped=True).encode(), fenced(lines, wrapped=False).encode()
+    report = diff(old, new)
+    old_start, new_start = old.index(lines[0].encode()), new.index(lines[0].encode())
+    old_end = old.index(lines[-1].encode()) + len(lines[-1].encode())
+    new_end = new_start + len(" ".join(lines).encode())
+    for edit in report.edits:
+        assert edit.kind != "move"
+        assert edit.old_offset + edit.old_length <= old_start or edit.old_offset >= old_end, edit
+        assert edit.new_offset + edit.new_length <= new_start or edit.new_offset >= new_end, edit
+    assert [shown(new, e.new_offset, e.new_length) for e in report.edits if e.new_length] == \
+        [INCLUDE.encode()]
+    deleted = b" ".join(shown(old, e.old_offset, e.old_length) for e in report.edits)
+    assert b"fn it_works()" in deleted and b"$ cargo test" in deleted and b"0 failed" in deleted
+
+
+def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
+    """Two one-word edits 40 paragraphs apart stay two stretches: the unchanged text between
+    them holds far more words than they do, so no word alignment could cross it, and it is
+    not read as part of either."""
+    import cdc.refine
+
+    paragraphs = textgen.paragraphs(21, 60)
+    new_paragraphs = list(paragraphs)
+    for at in (10, 50):
+        words = new_paragraphs[at].split()
+        words[3] = "CHANGED"
+        new_paragraphs[at] = " ".join(words)
+    old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
+    read = []
+    words = cdc.refine._words
+    monkeypatch.setattr(cdc.refine, "_words", lambda text, pieces: (
+        read.append(sum(end - start for start, end in pieces)), words(text, pieces))[1])
+    report = diff(old, new)
+    assert [shown(new, e.new_offset, e.new_length) for e in report.edits] == [b"CHANGED", b"CHANGED"]
+    assert sum(read) < (len(old) + len(new)) / 10
+
+
+@pytest.mark.parametrize("old, new, line", [
+    ("Variables are immutable by default; this is one of the many nudges Rust gives you:\n```\n"
+     "This code does not compile yet, so read the error message that the compiler prints.\n",
+     "Here we look at mutability in a little more detail, and why it matters\n```\n"
+     "Errors from rustc exist to help find mistakes in programs.\n", "```"),
+    ("変数は標準で不変になります。これは、Rustが提供する安全性のひとつです:\n```\n"
+     "このコードはまだコンパイルできないので、エラーメッセージを読んでみましょう。\n",
+     "ここで、可変性について少し詳しく見ていきます\n```\n"
+     "コンパイラが出すエラーは、間違いを見つける手助けになります。\n", "```"),
+], ids=["en", "ja"])
+def test_an_unchanged_line_between_two_changed_ones_is_no_part_of_an_edit(old, new, line):
+    """The cleanup takes a stray equal word into the change around it, but an unchanged
+    block (here a code fence, one token) between two changed blocks stays unchanged."""
+    old_bytes, new_bytes = old.encode(), new.encode()
+    old_at, new_at = old_bytes.index(line.encode()), new_bytes.index(line.encode())
+    report = diff(old_bytes, new_bytes)
+    assert report.edits
+    for edit in report.edits:
+        assert not edit.old_offset <= old_at < edit.old_offset + edit.old_length, edit
+        assert not edit.new_offset <= new_at < edit.new_offset + edit.new_length, edit
 
 
 # --- moves ------------------------------------------------------------------------------------------
