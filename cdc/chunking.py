@@ -32,6 +32,7 @@ same source runs as plain Python: that is the reference the tests compare agains
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import struct
 import threading
@@ -43,9 +44,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cdc.collector import collector_paused
 from cdc.compiled import AHEAD_OF_TIME, njit
-from cdc.native import buffer_address, byte_view, xxh3_128_into
+from cdc.native import buffer_address, byte_view, find_byte, xxh3_128_record
 
 ALGORITHM = "gear64-v2"  # the gear table of v1; block-aligned cuts (v1 cut the byte stream alone)
 DIGEST_NAME = "xxh3-128"
@@ -156,6 +156,78 @@ def chunks_from_lengths(digests: Sequence[bytes], lengths: Sequence[int]) -> lis
             for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
 
 
+class Chunks(Sequence[Chunk]):
+    """The chunks of one document, in order: an immutable sequence of `Chunk`.
+
+    Held as the kernel's records (one array), not as an object per chunk: on the corpus the
+    265,000 Chunk tuples cost more to build than cutting and digesting the text did. A
+    `Chunk` is made when one is read (by index or by iterating); lengths, slicing and
+    equality work as on a list, and a `Chunks` equals the list of the same chunks. Callers
+    that want arrays read `offsets`, `lengths` and `digests` (read-only, no copy).
+    """
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: np.ndarray):
+        """`records`: int64, RECORD_FIELDS columns (see RECORD), C-contiguous; held, not
+        copied, so the caller keeps no other reference to it that writes."""
+        self._records = records
+
+    def __len__(self) -> int:
+        return self._records.shape[0]
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return Chunks(np.ascontiguousarray(self._records[item]))
+        i = operator.index(item)
+        count = self._records.shape[0]
+        if i < 0:
+            i += count
+        if not 0 <= i < count:
+            raise IndexError("chunk index out of range")
+        return _new_chunk(RECORD.unpack_from(self._records, i * RECORD.size))
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return map(_new_chunk, RECORD.iter_unpack(self._records))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Chunks):
+            return np.array_equal(self._records, other._records)
+        if isinstance(other, list):
+            return len(other) == len(self) and list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # equal to lists, which are not hashable
+
+    def __repr__(self) -> str:
+        return f"Chunks({list(self)!r})"
+
+    def __reduce__(self):
+        return Chunks, (self._records,)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 per chunk, read-only."""
+        return _read_only(self._records[:, 1])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """int64 per chunk, read-only."""
+        return _read_only(self._records[:, 2])
+
+    @property
+    def digests(self) -> np.ndarray:
+        """uint8, shape (chunks, 16), read-only: each row a chunk's XXH3-128 digest."""
+        return _read_only(self._records.view(np.uint8)[:, _DIGEST_AT:])
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    """`view`, made read-only: a `Chunks` is immutable (setting the flag once per document,
+    instead of when a column is read, cost as much as the rest of `chunk_content`)."""
+    view.flags.writeable = False
+    return view
+
+
 # --- kernels -------------------------------------------------------------------------------
 
 _ONE = np.uint64(1)
@@ -264,29 +336,43 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 @njit(inline="always")
 def _newline(data, first, stop):
     """The first newline in [first, stop), or -1."""
-    for i in range(first, stop):
-        if data[i] == _NEWLINE:
-            return i
-    return -1
+    return find_byte(data, _NEWLINE, first, stop)
+
+
+@njit(inline="always")
+def _gear_of(data, first, stop):
+    """The Gear hash of the bytes in [first, stop), eight bytes a step: the sum of eight
+    shifted gear values does not depend on the running hash, so the dependency carried
+    from step to step is one shift and one add."""
+    h = np.uint64(0)
+    q = np.uintp(first)
+    end = np.uintp(stop)
+    while q + np.uintp(8) <= end:
+        s = ((_gear(data, q, 0) << np.uint64(7)) + (_gear(data, q, 1) << np.uint64(6))
+             + (_gear(data, q, 2) << np.uint64(5)) + (_gear(data, q, 3) << np.uint64(4))
+             + (_gear(data, q, 4) << _THREE) + (_gear(data, q, 5) << _TWO)
+             + (_gear(data, q, 6) << _ONE) + _gear(data, q, 7))
+        h = (h << np.uint64(8)) + s
+        q += np.uintp(8)
+    while q < end:
+        h = (h << _ONE) + GEAR[data[q]]
+        q += np.uintp(1)
+    return h
 
 
 @njit(inline="always")
 def _short_block(data, first, stop):
     """The newline ending the block at `first` if it lies before `stop` (else -1), and
-    whether that short block ends its run of short blocks: by the Gear hash of its own bytes
-    (at most 64, so all of them count), mixed so that every byte moves the top bits. Blocks
-    under RUN_END_MIN bytes never end a run."""
-    h = np.uint64(0)
-    for i in range(first, stop):
-        byte = data[i]
-        h = (h << _ONE) + GEAR[byte]
-        if byte == _NEWLINE:
-            if i - first < RUN_END_MIN:
-                return i, False
-            h = (h ^ (h >> np.uint64(31))) * _MIX
-            h ^= h >> np.uint64(29)
-            return i, (h >> np.uint64(64 - RUN_BITS)) == 0
-    return -1, False
+    whether that short block ends its run of short blocks: by the Gear hash of its own bytes,
+    its newline included (at most 64, so all of them count), mixed so that every byte moves
+    the top bits. Blocks under RUN_END_MIN bytes never end a run, and are not hashed."""
+    newline = _newline(data, first, stop)
+    if newline - first < RUN_END_MIN:  # a newline too soon, or none (-1)
+        return newline, False
+    h = _gear_of(data, first, newline + 1)
+    h = (h ^ (h >> np.uint64(31))) * _MIX
+    h ^= h >> np.uint64(29)
+    return newline, (h >> np.uint64(64 - RUN_BITS)) == 0
 
 
 @njit(inline="always")
@@ -349,13 +435,16 @@ def _cut(data, settings, records):
     min_size, max_size, threshold_bits, final = settings[0], settings[1], settings[2], settings[3]
     at_block = settings[4] != 0
     threshold = np.uint64(1) << np.uint64(64 - threshold_bits)
-    record_bytes = records.view(np.uint8)
     n = len(data)
     start = 0
     count = 0
     clear = 0  # no newline in [start, clear)
     while start < n:
-        end = _run_end(data, start, n, max_size, final) if at_block else start
+        end = start
+        if at_block:
+            end = _run_end(data, start, n, max_size, final)
+            if end == start:  # a long block: no newline in its first STANDALONE bytes
+                clear = max(clear, start + STANDALONE)
         if end == start:  # a long block, or the rest of one
             end, clear = _long_end(data, start, n, min_size, max_size, threshold, final, clear)
         if end < 0:
@@ -365,7 +454,7 @@ def _cut(data, settings, records):
         records[count, 0] = count
         records[count, 1] = start
         records[count, 2] = end - start
-        xxh3_128_into(data, start, end - start, record_bytes[count, _DIGEST_AT:])
+        xxh3_128_record(data, start, end - start, records, count)
         count += 1
         at_block = data[end - 1] == _NEWLINE
         start = end
@@ -373,26 +462,23 @@ def _cut(data, settings, records):
 
 
 @njit(cache=True, nogil=True)
-def _cut_documents(addresses, lengths, first, stop, settings, slots, records, counts):
-    """Chunk documents `first` to `stop - 1`, each into its own run of record slots."""
+def _cut_documents(addresses, lengths, first, stop, settings, records, counts):
+    """Chunk documents `first` to `stop - 1` into `records`, one after another, each one's
+    chunk count into `counts`. Returns `stop`, or the first document whose chunks did not fit
+    (its count left unset; the caller gives it more room and calls again from there)."""
+    k = 0
     for doc in range(first, stop):
         data = byte_view(addresses[doc], lengths[doc])
-        slot = slots[doc]
-        counts[doc] = _cut(data, settings, records[slot:])
-
-
-@njit(cache=True, nogil=True)
-def _compact(slots, counts, records, dense):
-    """Gather the records of documents (first slot and count each) into one dense array."""
-    k = 0
-    for doc in range(counts.size):
-        for i in range(slots[doc], slots[doc] + counts[doc]):
-            dense[k] = records[i]
-            k += 1
+        count = _cut(data, settings, records[k:])
+        if count < 0:
+            return doc
+        counts[doc] = count
+        k += count
+    return stop
 
 
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
-    _cut, _cut_documents, _compact = AHEAD_OF_TIME.cut, AHEAD_OF_TIME.cut_documents, AHEAD_OF_TIME.compact
+    _cut, _cut_documents = AHEAD_OF_TIME.cut, AHEAD_OF_TIME.cut_documents
 
 
 # --- public API ----------------------------------------------------------------------------
@@ -426,22 +512,19 @@ def _chunks(records: np.ndarray) -> list[Chunk]:
     return list(map(_new_chunk, RECORD.iter_unpack(records)))
 
 
-_scratch = threading.local()  # per thread: a reusable record buffer and a byte view of it
-_NO_SCRATCH = (_new_records(0), memoryview(b""))
+_scratch = threading.local()  # per thread: a reusable record buffer
 
 
-def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
+def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> Chunks:
     """Split `data` on content-defined boundaries; chunks tile it exactly."""
     if type(data) is not bytes:
         data = _as_array(data)
-    capacity = _capacity(len(data))
-    records, view = getattr(_scratch, "buffers", _NO_SCRATCH)
-    if records.shape[0] < capacity:  # grown as needed, then reused: no allocation per page
-        records = _new_records(max(capacity, 1024))
-        view = memoryview(records).cast("B")
-        _scratch.buffers = (records, view)
+    records = getattr(_scratch, "records", None)
+    if records is None or records.shape[0] < _capacity(len(data)):
+        # grown as needed, then reused: its pages are written once, not once per page
+        records = _scratch.records = _new_records(max(_capacity(len(data)), 1024))
     count = _checked(_cut_entry(data)(data, params.final_settings, records))
-    return list(map(_new_chunk, RECORD.iter_unpack(view[:count * RECORD.size])))
+    return Chunks(records[:count].copy())
 
 
 def _checked(count: int) -> int:
@@ -504,9 +587,9 @@ class ChunkBatch:
         """uint8, shape (chunks, 16)."""
         return self.records.view(np.uint8)[:, _DIGEST_AT:]
 
-    def chunks_of(self, doc: int) -> list[Chunk]:
+    def chunks_of(self, doc: int) -> Chunks:
         start = int(self.starts[doc])
-        return _chunks(self.records[start:start + int(self.counts[doc])])
+        return Chunks(self.records[start:start + int(self.counts[doc])])
 
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this, a second thread costs more than it saves
@@ -544,7 +627,11 @@ class _BatchJob:
     The calling thread takes groups too, rather than only waiting: measured here, two
     pool threads doing all the work while the caller slept scaled no better than one.
     Groups finish in any order and are handed to the caller in order, so it can turn
-    finished groups into Python objects while the kernels run on the rest.
+    finished groups into Python objects while the kernels run on the rest. Each group
+    writes its records densely into an array of its own (grown when a document does not
+    fit): room for `_capacity` chunks per document, eight bytes of records per byte of
+    text, was 350 MB for the corpus, and the kernel spent two thirds of its time in the
+    page faults of writing to it.
     """
 
     def __init__(self, docs: Sequence[bytes], params: ChunkParams, threads: int | None):
@@ -558,10 +645,6 @@ class _BatchJob:
                 self.arrays.append(doc)
             self.addresses[i] = buffer_address(doc)
             self.lengths[i] = len(doc)
-        capacities = _capacity(self.lengths)
-        self.slots = np.zeros(len(self.docs), np.int64)  # each document's first record slot
-        np.cumsum(capacities[:-1], out=self.slots[1:])
-        self.records = _new_records(int(capacities.sum()))
         self.counts = np.zeros(len(self.docs), np.int64)
         self.params = params
         total = int(self.lengths.sum())
@@ -569,6 +652,7 @@ class _BatchJob:
         if total < _PARALLEL_MIN_BYTES or len(self.docs) < 2:
             self.threads = 1
         self.groups = self._split(total, 1 if self.threads == 1 else self.threads * _GROUPS_PER_THREAD)
+        self.records: list[np.ndarray] = [_NO_RECORDS] * len(self.groups)  # per group, read-only
         self._claims = iter(range(len(self.groups)))  # next() on it is atomic under the GIL
         self._done = [threading.Event() for _ in self.groups]
         self._error: BaseException | None = None
@@ -579,11 +663,31 @@ class _BatchJob:
         edges = sorted({0, len(self.docs), *(int(e) for e in ends if 0 < e < len(self.docs))})
         return list(itertools.pairwise(edges))
 
+    def _cut_group(self, first: int, stop: int) -> np.ndarray:
+        """The records of documents `first` to `stop - 1`, one after another."""
+        lengths = self.lengths[first:stop]
+        # Room for chunks of 64 bytes on average (the corpus's are 164): enough but for odd text.
+        records = _new_records(int(lengths.sum()) // 64 + 2 * (stop - first))
+        used = 0
+        while first < stop:
+            stopped = _cut_documents(self.addresses, self.lengths, first, stop, self.params.final_settings,
+                                     records[used:], self.counts)
+            used += int(self.counts[first:stopped].sum())
+            if stopped < stop:  # document `stopped` did not fit: room for its worst case
+                need = _capacity(int(self.lengths[stopped]))
+                if records.shape[0] - used >= need:
+                    _checked(-1)
+                grown = _new_records(max(2 * records.shape[0], used + need))
+                grown[:used] = records[:used]
+                records = grown
+            first = stopped
+        records = records[:used]
+        records.flags.writeable = False
+        return records
+
     def _run(self, group: int) -> None:
-        first, stop = self.groups[group]
         try:
-            _cut_documents(self.addresses, self.lengths, first, stop,
-                           self.params.final_settings, self.slots, self.records, self.counts)
+            self.records[group] = self._cut_group(*self.groups[group])
         except BaseException as exc:
             self._error = exc
         finally:
@@ -606,15 +710,10 @@ class _BatchJob:
                     self._run(claimed)
             if self._error is not None:
                 raise self._error
-            first, stop = self.groups[group]
-            _checked(int(self.counts[first:stop].min()))
             yield group
 
-    def dense_records(self, first: int, stop: int) -> np.ndarray:
-        """The records of documents `first` to `stop - 1`, without the unused slots."""
-        dense = _new_records(int(self.counts[first:stop].sum()))
-        _compact(self.slots[first:stop], self.counts[first:stop], self.records, dense)
-        return dense
+
+_NO_RECORDS = _new_records(0)
 
 
 def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
@@ -625,24 +724,23 @@ def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
         pass
     starts = np.zeros(len(job.docs), np.int64)
     np.cumsum(job.counts[:-1], out=starts[1:])
-    return ChunkBatch(job.counts, starts, job.dense_records(0, len(job.docs)))
+    records = job.records[0] if len(job.records) == 1 else np.concatenate([_NO_RECORDS, *job.records])
+    return ChunkBatch(job.counts, starts, records)
 
 
-@collector_paused
 def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
-               threads: int | None = None) -> list[list[Chunk]]:
+               threads: int | None = None) -> list[Chunks]:
     """`chunk_content` for each document, computed in parallel; same chunks, same order.
 
-    The chunks are built with the cycle collector paused (see `collector_paused`): they are
-    tuples of ints and bytes, never part of a cycle."""
+    Each document's `Chunks` is a view of its group's records: no object per chunk."""
     job = _BatchJob(docs, params, threads)
-    result: list[list[Chunk]] = []
+    result: list[Chunks] = []
     for group in job.finished_groups():
         first, stop = job.groups[group]
-        chunks = _chunks(job.dense_records(first, stop))
+        records = job.records[group]
         start = 0
         for count in job.counts[first:stop].tolist():
-            result.append(chunks[start:start + count])
+            result.append(Chunks(records[start:start + count]))
             start += count
     return result
 
