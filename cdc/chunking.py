@@ -159,40 +159,44 @@ def chunks_from_lengths(digests: Sequence[bytes], lengths: Sequence[int]) -> lis
 class Chunks(Sequence[Chunk]):
     """The chunks of one document, in order: an immutable sequence of `Chunk`.
 
-    Held as the kernel's records (one array), not as an object per chunk: on the corpus the
-    265,000 Chunk tuples cost more to build than cutting and digesting the text did. A
-    `Chunk` is made when one is read (by index or by iterating); lengths, slicing and
-    equality work as on a list, and a `Chunks` equals the list of the same chunks. Callers
-    that want arrays read `offsets`, `lengths` and `digests` (read-only, no copy).
+    Held as the kernel's records, packed in one bytes-like buffer (see RECORD), not as an
+    object per chunk: on the corpus, building 265,000 Chunk tuples cost more than cutting and
+    digesting the text. A `Chunk` is made when one is read (by index or by iterating);
+    length, slicing and equality work as on a list, and a `Chunks` equals the list of the
+    same chunks. Callers that want arrays read `offsets`, `lengths` and `digests`
+    (read-only NumPy views, no copy).
     """
 
-    __slots__ = ("_records",)
+    __slots__ = ("_data",)
 
-    def __init__(self, records: np.ndarray):
-        """`records`: int64, RECORD_FIELDS columns (see RECORD), C-contiguous; held, not
-        copied, so the caller keeps no other reference to it that writes."""
-        self._records = records
+    def __init__(self, data: bytes | memoryview = b""):
+        """`data`: records packed as RECORD, read-only (`bytes`, or a read-only memoryview)."""
+        self._data = data
 
     def __len__(self) -> int:
-        return self._records.shape[0]
+        return len(self._data) // RECORD.size
 
     def __getitem__(self, item):
+        size = RECORD.size
         if isinstance(item, slice):
-            return Chunks(np.ascontiguousarray(self._records[item]))
+            rows = range(len(self))[item]
+            if rows.step == 1:
+                return Chunks(self._data[rows.start * size:rows.stop * size])
+            return Chunks(b"".join(self._data[i * size:(i + 1) * size] for i in rows))
         i = operator.index(item)
-        count = self._records.shape[0]
+        count = len(self._data) // size
         if i < 0:
             i += count
         if not 0 <= i < count:
             raise IndexError("chunk index out of range")
-        return _new_chunk(RECORD.unpack_from(self._records, i * RECORD.size))
+        return _new_chunk(RECORD.unpack_from(self._data, i * size))
 
     def __iter__(self) -> Iterator[Chunk]:
-        return map(_new_chunk, RECORD.iter_unpack(self._records))
+        return map(_new_chunk, RECORD.iter_unpack(self._data))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Chunks):
-            return np.array_equal(self._records, other._records)
+            return self._data == other._data
         if isinstance(other, list):
             return len(other) == len(self) and list(self) == other
         return NotImplemented
@@ -203,29 +207,32 @@ class Chunks(Sequence[Chunk]):
         return f"Chunks({list(self)!r})"
 
     def __reduce__(self):
-        return Chunks, (self._records,)
+        return Chunks, (bytes(self._data),)
+
+    def _column(self, column: int) -> np.ndarray:
+        return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)[:, column]
 
     @property
     def offsets(self) -> np.ndarray:
         """int64 per chunk, read-only."""
-        return _read_only(self._records[:, 1])
+        return self._column(1)
 
     @property
     def lengths(self) -> np.ndarray:
         """int64 per chunk, read-only."""
-        return _read_only(self._records[:, 2])
+        return self._column(2)
 
     @property
     def digests(self) -> np.ndarray:
         """uint8, shape (chunks, 16), read-only: each row a chunk's XXH3-128 digest."""
-        return _read_only(self._records.view(np.uint8)[:, _DIGEST_AT:])
+        return np.frombuffer(self._data, np.uint8).reshape(-1, RECORD.size)[:, _DIGEST_AT:]
 
 
-def _read_only(view: np.ndarray) -> np.ndarray:
-    """`view`, made read-only: a `Chunks` is immutable (setting the flag once per document,
-    instead of when a column is read, cost as much as the rest of `chunk_content`)."""
-    view.flags.writeable = False
-    return view
+def _packed(records: np.ndarray) -> memoryview:
+    """The bytes of kernel records, read-only, without a copy: what a `Chunks` holds."""
+    if not records.size:
+        return memoryview(b"")  # a view with a zero in its shape cannot be cast
+    return memoryview(records).cast("B").toreadonly()
 
 
 # --- kernels -------------------------------------------------------------------------------
@@ -507,24 +514,29 @@ def _capacity(length):
     return length // 5 + 2
 
 
+_NO_SCRATCH = (_new_records(0), memoryview(b""))
+
+
 def _chunks(records: np.ndarray) -> list[Chunk]:
     """Chunk tuples from kernel records, unpacked in C."""
     return list(map(_new_chunk, RECORD.iter_unpack(records)))
 
 
-_scratch = threading.local()  # per thread: a reusable record buffer
+_scratch = threading.local()  # per thread: a reusable record buffer and its bytes
 
 
 def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> Chunks:
     """Split `data` on content-defined boundaries; chunks tile it exactly."""
     if type(data) is not bytes:
         data = _as_array(data)
-    records = getattr(_scratch, "records", None)
-    if records is None or records.shape[0] < _capacity(len(data)):
+    records, view = getattr(_scratch, "buffers", _NO_SCRATCH)
+    if records.shape[0] < _capacity(len(data)):
         # grown as needed, then reused: its pages are written once, not once per page
-        records = _scratch.records = _new_records(max(_capacity(len(data)), 1024))
+        records = _new_records(max(_capacity(len(data)), 1024))
+        view = memoryview(records).cast("B")
+        _scratch.buffers = (records, view)
     count = _checked(_cut_entry(data)(data, params.final_settings, records))
-    return Chunks(records[:count].copy())
+    return Chunks(view[:count * RECORD.size].tobytes())
 
 
 def _checked(count: int) -> int:
@@ -589,7 +601,7 @@ class ChunkBatch:
 
     def chunks_of(self, doc: int) -> Chunks:
         start = int(self.starts[doc])
-        return Chunks(self.records[start:start + int(self.counts[doc])])
+        return Chunks(_packed(self.records[start:start + int(self.counts[doc])]))
 
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this, a second thread costs more than it saves
@@ -732,16 +744,17 @@ def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
                threads: int | None = None) -> list[Chunks]:
     """`chunk_content` for each document, computed in parallel; same chunks, same order.
 
-    Each document's `Chunks` is a view of its group's records: no object per chunk."""
+    Each document's `Chunks` is a view of its group's records: no object per chunk.
+    """
     job = _BatchJob(docs, params, threads)
     result: list[Chunks] = []
     for group in job.finished_groups():
         first, stop = job.groups[group]
-        records = job.records[group]
+        packed = _packed(job.records[group])
         start = 0
-        for count in job.counts[first:stop].tolist():
-            result.append(Chunks(records[start:start + count]))
-            start += count
+        for end in np.cumsum(job.counts[first:stop] * RECORD.size).tolist():
+            result.append(Chunks(packed[start:end]))
+            start = end
     return result
 
 
