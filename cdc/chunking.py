@@ -26,30 +26,30 @@ JIT and run as plain Python cut at the same places. Time is linear in the input,
 chunk count at most `_capacity` (a fifth of the bytes, plus two), whatever the input.
 
 The kernels are compiled with Numba and release the GIL. Under `NUMBA_DISABLE_JIT=1` the
-same source runs as plain Python: that is the reference the tests compare against.
+same source runs as plain Python: that is the reference the tests compare against. They
+write one record per chunk (`cdc.chunks.RECORD`); `chunk_content` and `chunk_many` hand
+them back as `Chunks`, which make a `Chunk` tuple only when one is read.
 """
 
 from __future__ import annotations
 
 import itertools
-import operator
 import os
-import struct
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
-from typing import NamedTuple
 
 import numpy as np
 
+from cdc.chunks import DIGEST_AT, RECORD, RECORD_FIELDS, Chunk, Chunks, packed
+from cdc.chunks import DIGEST_SIZE as DIGEST_SIZE  # callers import these from here
+from cdc.chunks import chunks_from_lengths as chunks_from_lengths
 from cdc.compiled import AHEAD_OF_TIME, njit
 from cdc.native import buffer_address, byte_view, find_byte, xxh3_128_record
 
 ALGORITHM = "gear64-v2"  # the gear table of v1; block-aligned cuts (v1 cut the byte stream alone)
 DIGEST_NAME = "xxh3-128"
-DIGEST_SIZE = 16
 WINDOW = 64  # bytes that determine the hash at a position
 
 MIN_SIZE_FLOOR = WINDOW  # a smaller minimum would let a cut depend on the previous chunk
@@ -123,116 +123,6 @@ class ChunkParams:
 
 
 DEFAULT_PARAMS = ChunkParams()
-
-
-class Chunk(NamedTuple):
-    """One chunk of a document: where it is and the XXH3-128 digest of its bytes.
-
-    A named tuple rather than a dataclass: building one costs a third as much, and pages
-    are chunked by the thousand (immutability and field access are the same).
-    """
-
-    index: int
-    offset: int
-    length: int
-    digest: bytes
-
-    @property
-    def hex(self) -> str:
-        return self.digest.hex()
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.length
-
-
-_new_chunk = partial(tuple.__new__, Chunk)
-
-
-def chunks_from_lengths(digests: Sequence[bytes], lengths: Sequence[int]) -> list[Chunk]:
-    """The chunks a stored digest list and length list describe: offsets follow from lengths."""
-    offsets = itertools.accumulate(lengths, initial=0)
-    return [Chunk(i, offset, length, digest)
-            for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
-
-
-class Chunks(Sequence[Chunk]):
-    """The chunks of one document, in order: an immutable sequence of `Chunk`.
-
-    Held as the kernel's records, packed in one bytes-like buffer (see RECORD), not as an
-    object per chunk: on the corpus, building 265,000 Chunk tuples cost more than cutting and
-    digesting the text. A `Chunk` is made when one is read (by index or by iterating);
-    length, slicing and equality work as on a list, and a `Chunks` equals the list of the
-    same chunks. Callers that want arrays read `offsets`, `lengths` and `digests`
-    (read-only NumPy views, no copy).
-    """
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: bytes | memoryview = b""):
-        """`data`: records packed as RECORD, read-only (`bytes`, or a read-only memoryview)."""
-        self._data = data
-
-    def __len__(self) -> int:
-        return len(self._data) // RECORD.size
-
-    def __getitem__(self, item):
-        size = RECORD.size
-        if isinstance(item, slice):
-            rows = range(len(self))[item]
-            if rows.step == 1:
-                return Chunks(self._data[rows.start * size:rows.stop * size])
-            return Chunks(b"".join(self._data[i * size:(i + 1) * size] for i in rows))
-        i = operator.index(item)
-        count = len(self._data) // size
-        if i < 0:
-            i += count
-        if not 0 <= i < count:
-            raise IndexError("chunk index out of range")
-        return _new_chunk(RECORD.unpack_from(self._data, i * size))
-
-    def __iter__(self) -> Iterator[Chunk]:
-        return map(_new_chunk, RECORD.iter_unpack(self._data))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Chunks):
-            return self._data == other._data
-        if isinstance(other, list):
-            return len(other) == len(self) and list(self) == other
-        return NotImplemented
-
-    __hash__ = None  # equal to lists, which are not hashable
-
-    def __repr__(self) -> str:
-        return f"Chunks({list(self)!r})"
-
-    def __reduce__(self):
-        return Chunks, (bytes(self._data),)
-
-    def _column(self, column: int) -> np.ndarray:
-        return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)[:, column]
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """int64 per chunk, read-only."""
-        return self._column(1)
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """int64 per chunk, read-only."""
-        return self._column(2)
-
-    @property
-    def digests(self) -> np.ndarray:
-        """uint8, shape (chunks, 16), read-only: each row a chunk's XXH3-128 digest."""
-        return np.frombuffer(self._data, np.uint8).reshape(-1, RECORD.size)[:, _DIGEST_AT:]
-
-
-def _packed(records: np.ndarray) -> memoryview:
-    """The bytes of kernel records, read-only, without a copy: what a `Chunks` holds."""
-    if not records.size:
-        return memoryview(b"")  # a view with a zero in its shape cannot be cast
-    return memoryview(records).cast("B").toreadonly()
 
 
 # --- kernels -------------------------------------------------------------------------------
@@ -329,11 +219,6 @@ def _find_boundary(data, first, last, threshold):
     return -1
 
 
-# A chunk record, as the kernels write it and `struct` reads it back into Chunk tuples:
-# index, offset, length (int64 each), then the 16 digest bytes.
-RECORD_FIELDS = 5  # int64 words per record
-RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
-_DIGEST_AT = 24  # byte offset of the digest within a record
 
 
 _NEWLINE = 10
@@ -519,7 +404,7 @@ _NO_SCRATCH = (_new_records(0), memoryview(b""))
 
 def _chunks(records: np.ndarray) -> list[Chunk]:
     """Chunk tuples from kernel records, unpacked in C."""
-    return list(map(_new_chunk, RECORD.iter_unpack(records)))
+    return list(Chunks(packed(records)))
 
 
 _scratch = threading.local()  # per thread: a reusable record buffer and its bytes
@@ -597,11 +482,11 @@ class ChunkBatch:
     @property
     def digests(self) -> np.ndarray:
         """uint8, shape (chunks, 16)."""
-        return self.records.view(np.uint8)[:, _DIGEST_AT:]
+        return self.records.view(np.uint8)[:, DIGEST_AT:]
 
     def chunks_of(self, doc: int) -> Chunks:
         start = int(self.starts[doc])
-        return Chunks(_packed(self.records[start:start + int(self.counts[doc])]))
+        return Chunks(packed(self.records[start:start + int(self.counts[doc])]))
 
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this, a second thread costs more than it saves
@@ -750,10 +635,10 @@ def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
     result: list[Chunks] = []
     for group in job.finished_groups():
         first, stop = job.groups[group]
-        packed = _packed(job.records[group])
+        records = packed(job.records[group])
         start = 0
         for end in np.cumsum(job.counts[first:stop] * RECORD.size).tolist():
-            result.append(Chunks(packed[start:end]))
+            result.append(Chunks(records[start:end]))
             start = end
     return result
 
