@@ -45,6 +45,7 @@ import numpy as np
 from cdc.chunks import DIGEST_AT, RECORD, RECORD_FIELDS, Chunk, Chunks, packed
 from cdc.chunks import DIGEST_SIZE as DIGEST_SIZE  # callers import these from here
 from cdc.chunks import chunks_from_lengths as chunks_from_lengths
+from cdc.collector import collector_paused
 from cdc.compiled import AHEAD_OF_TIME, njit
 from cdc.native import buffer_address, byte_view, find_byte, xxh3_128_record
 
@@ -625,12 +626,15 @@ def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
     return ChunkBatch(job.counts, starts, records)
 
 
+@collector_paused
 def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
                threads: int | None = None) -> list[Chunks]:
     """`chunk_content` for each document, computed in parallel; same chunks, same order.
 
-    Each document's `Chunks` is a view of its group's records: no object per chunk.
-    """
+    Each document's `Chunks` is a view of its group's records: no object per chunk, but
+    two per document (the `Chunks` and its memoryview), made with the cycle collector
+    paused (see `collector_paused`): 100,000 empty documents took 5.6 us each with it
+    running, 1.4 us to cut."""
     job = _BatchJob(docs, params, threads)
     result: list[Chunks] = []
     for group in job.finished_groups():
