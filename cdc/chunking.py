@@ -262,6 +262,8 @@ def _short_block(data, first, stop):
     newline = _newline(data, first, stop)
     if newline - first < RUN_END_MIN:  # a newline too soon, or none (-1)
         return newline, False
+    if RUN_BITS == 0:  # every short block long enough ends its run (and 64 - 0 is no shift)
+        return newline, True
     h = _gear_of(data, first, newline + 1)
     h = (h ^ (h >> np.uint64(31))) * _MIX
     h ^= h >> np.uint64(29)
