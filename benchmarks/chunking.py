@@ -6,12 +6,18 @@ with avg 2048, min 512 and max 8192 bytes everywhere:
 
 1. Throughput of chunking plus an XXH3-128 digest per chunk, in MB/s of input
    (1 MB = 10^6 bytes). Every peer produces, per document, its chunks' offsets, lengths
-   and 16-byte digests:
-     - cdc.chunk_content per document (one thread);
-     - cdc.chunk_many on all cores and on one thread;
-     - cdc.chunk_batch, the array path the store uses (all cores);
-     - pyfastcdc (Cython), digesting each chunk's memoryview with xxhash;
-     - fastcdc from PyPI (its Cython module), digesting each chunk the same way;
+   and 16-byte digests, each in the form its API returns, and what that form is differs:
+     - cdc.chunk_content per document (one thread), and cdc.chunk_many on all cores and on
+       one thread: a `cdc.Chunks` per document, an immutable sequence over one array of
+       records, whose `Chunk` tuples are made when they are read, not by the call;
+     - the same chunk_content again, each result also iterated into its Chunk tuples (the
+       "+ tuples" row), for context: what a caller that reads every chunk as a tuple pays,
+       and the form the pyfastcdc row returns;
+     - cdc.chunk_batch, the flat arrays of all documents (all cores, and one thread);
+     - pyfastcdc (Cython), digesting each chunk's memoryview with xxhash: a list of
+       (offset, length, digest bytes) tuples per document;
+     - fastcdc from PyPI (its Cython module), digesting each chunk the same way, the same
+       form;
      - the seed guide's pure-Python code, on a small subset only (BLAKE2b hex digests, as
        the guide wrote it).
    The peers run round-robin, each once per round, so machine noise hits them alike;
@@ -116,7 +122,7 @@ def machine_scaling(threads: int, rounds: int) -> tuple[float, float]:
     The yardstick for the multi-thread rows. sha256 is compute-bound and releases the GIL.
     Two ways to split the work, both with a pool started beforehand as cdc's is:
     the calling thread takes one share and the pool the rest, or the pool does every
-    share while the caller waits (what cdc.chunk_batch does). On this kind of VM the
+    share while the caller waits. cdc's batch calls work the first way. On this kind of VM the
     second can lose all its speedup in some processes: the woken idle workers tend to
     stay on one CPU. Returns the speedup of each, in that order.
     """
@@ -154,8 +160,8 @@ def print_header(path: Path, corpus: list[tuple[str, bytes]], rounds: int) -> No
     if threads > 1:
         shared, pool_only = machine_scaling(threads, rounds)
         print(f"  yardstick: CPU-bound work (sha256) on {threads} threads vs one: {shared:.2f}x with "
-              f"the caller taking a share, {pool_only:.2f}x with idle pool workers doing it all "
-              f"(chunk_batch's way); ideal {threads}x")
+              f"the caller taking a share, {pool_only:.2f}x with idle pool workers doing it all; "
+              f"ideal {threads}x (cdc's batch calls take a share)")
     print(f"  corpus: {path}")
     print(f"  {len(corpus):,} documents, {len({url for url, _ in corpus})} URLs, "
           f"{total / 1e6:.1f} MB normalised; params avg {AVG_SIZE}, min {MIN_SIZE}, max {MAX_SIZE}")
@@ -196,7 +202,7 @@ def pyfastcdc_peer(docs: Sequence[bytes], total: int) -> Peer | str:
     def run() -> Triples:
         return [[(c.offset, c.length, digest(c.data)) for c in chunker.cut_buf(doc)] for doc in docs]
 
-    return Peer(BASELINE, run, total, count_nested, "Cython; normalized_chunking=1")
+    return Peer(BASELINE, run, total, count_nested, "Cython, normalized_chunking=1; tuples")
 
 
 def fastcdc_peer(docs: Sequence[bytes], total: int) -> Peer | str:
@@ -222,7 +228,7 @@ def fastcdc_peer(docs: Sequence[bytes], total: int) -> Peer | str:
     def run() -> Triples:
         return [chunks_of(doc) for doc in docs]
 
-    return Peer("fastcdc (PyPI)", run, total, count_nested, "fastcdc_cy: Cython generator")
+    return Peer("fastcdc (PyPI)", run, total, count_nested, "fastcdc_cy: Cython generator; tuples")
 
 
 def seed_subset(docs: list[bytes]) -> list[bytes]:
@@ -244,13 +250,15 @@ def build_peers(docs: list[bytes]) -> tuple[list[Peer], list[str]]:
     seed_bytes = sum(map(len, seed_docs))
     peers = [
         Peer("cdc.chunk_content", lambda: [cdc.chunk_content(doc, PARAMS) for doc in docs],
-             total, count_nested, "per document, 1 thread"),
+             total, count_nested, "per document, 1 thread; a Chunks (array-backed) each"),
+        Peer("cdc.chunk_content + tuples", lambda: [list(cdc.chunk_content(doc, PARAMS)) for doc in docs],
+             total, count_nested, "context: the same, each Chunks iterated into Chunk tuples"),
         Peer("cdc.chunk_many", lambda: cdc.chunk_many(docs, PARAMS),
-             total, count_nested, f"all {cores} cores"),
+             total, count_nested, f"all {cores} cores; a Chunks each"),
         Peer("cdc.chunk_many threads=1", lambda: cdc.chunk_many(docs, PARAMS, threads=1),
-             total, count_nested, "1 thread"),
+             total, count_nested, "1 thread; a Chunks each"),
         Peer("cdc.chunk_batch", lambda: cdc.chunk_batch(docs, PARAMS),
-             total, count_batch, f"array path used by the store, all {cores} cores"),
+             total, count_batch, f"flat arrays of all documents, all {cores} cores"),
         Peer("cdc.chunk_batch threads=1", lambda: cdc.chunk_batch(docs, PARAMS, threads=1),
              total, count_batch, "context: the kernels alone, 1 thread"),
     ]
@@ -298,7 +306,7 @@ def verify(peers: list[Peer], docs: list[bytes]) -> dict[str, object]:
     """Run every peer once (also the warm-up), check outputs; return results for counting."""
     results = {peer.name: peer.run() for peer in peers}
     reference = results["cdc.chunk_content"]
-    for name in ("cdc.chunk_many", "cdc.chunk_many threads=1"):
+    for name in ("cdc.chunk_content + tuples", "cdc.chunk_many", "cdc.chunk_many threads=1"):
         if results[name] != reference:
             fail(f"{name} disagrees with cdc.chunk_content")
     for name in ("cdc.chunk_batch", "cdc.chunk_batch threads=1"):
@@ -393,6 +401,10 @@ def measure_throughput(docs: list[bytes], rounds: int) -> None:
     print(f"== chunk + XXH3-128 throughput: median of {rounds} rounds, peers interleaved ==")
     times = round_robin({peer.name: peer.run for peer in peers}, rounds)
     rates = throughput_table(peers, times, results)
+    print("  returns: cdc.chunk_content and chunk_many a cdc.Chunks per document (one array of "
+          "records; a Chunk tuple made when one is read); chunk_batch flat arrays; pyfastcdc and "
+          "fastcdc a list of (offset, length, digest) tuples per document; '+ tuples' also reads "
+          "every cdc chunk as a tuple")
     for note in notes:
         print(f"  note: {note}")
     print()
@@ -489,7 +501,9 @@ def measure_compare(corpus: list[tuple[str, bytes]], passes: int) -> None:
 
     median = describe_ms("cdc.compare with edits (texts given)", time_pairs(pairs, with_edits, passes))
     describe_ms("cdc.compare chunks only (reference)", time_pairs(pairs, chunks_only, passes))
-    describe_ms("seed compare, digest sets (reference)", time_pairs(pairs, seed_compare, passes))
+    # The seed's compare reads lists of chunks; given Chunks, it would time their tuples twice.
+    listed = [(list(old), list(new), old_text, new_text) for old, new, old_text, new_text in pairs]
+    describe_ms("seed compare, digest sets (reference)", time_pairs(listed, seed_compare, passes))
     print(f"target: compare with edits median <= {TARGET_COMPARE_MS:g} ms: "
           f"{median:.3f} ms  {verdict(median <= TARGET_COMPARE_MS)}")
     print()

@@ -34,9 +34,8 @@ def kernels() -> list[tuple]:
     return [
         ("cut", i8(vector(u1), vector(i8), records), "cdc.chunking", "_cut"),
         ("cut_bytes", i8(text, vector(i8), records), "cdc.chunking", "_cut"),
-        ("cut_documents", types.void(vector(u8), vector(i8), i8, i8, vector(i8), vector(i8), records,
-                                     vector(i8)), "cdc.chunking", "_cut_documents"),
-        ("compact", types.void(vector(i8), vector(i8), records, records), "cdc.chunking", "_compact"),
+        ("cut_documents", i8(vector(u8), vector(i8), i8, i8, vector(i8), records, vector(i8)),
+         "cdc.chunking", "_cut_documents"),
         ("fold_bytes", i8(text, vector(u1)), "cdc.normalize", "_fold_bytes"),
         ("fold_blocks", i8(text, vector(u1)), "cdc.normalize", "_fold_blocks"),
         ("scan_words", i8(text, vector(i8), vector(i8), vector(u8), vector(i8), vector(i8), vector(i8)),

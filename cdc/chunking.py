@@ -32,30 +32,31 @@ JIT and run as plain Python cut at the same places. Time is linear in the input,
 chunk count at most `_capacity` (half the bytes, plus two), whatever the input.
 
 The kernels are compiled with Numba and release the GIL. Under `NUMBA_DISABLE_JIT=1` the
-same source runs as plain Python: that is the reference the tests compare against.
+same source runs as plain Python: that is the reference the tests compare against. They
+write one record per chunk (`cdc.chunks.RECORD`); `chunk_content` and `chunk_many` hand
+them back as `Chunks`, which make a `Chunk` tuple only when one is read.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import struct
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
-from typing import NamedTuple
 
 import numpy as np
 
+from cdc.chunks import DIGEST_AT, RECORD, RECORD_FIELDS, Chunk, Chunks, packed
+from cdc.chunks import DIGEST_SIZE as DIGEST_SIZE  # callers import these from here
+from cdc.chunks import chunks_from_lengths as chunks_from_lengths
 from cdc.collector import collector_paused
 from cdc.compiled import AHEAD_OF_TIME, njit
-from cdc.native import buffer_address, byte_view, xxh3_128_into
+from cdc.native import buffer_address, byte_view, find_byte, xxh3_128_record
 
 ALGORITHM = "gear64-v2"  # the gear table of v1; block-aligned cuts (v1 cut the byte stream alone)
 DIGEST_NAME = "xxh3-128"
-DIGEST_SIZE = 16
 WINDOW = 64  # bytes that determine the hash at a position
 
 MIN_SIZE_FLOOR = WINDOW  # a smaller minimum would let a cut depend on the previous chunk
@@ -126,37 +127,6 @@ class ChunkParams:
 
 
 DEFAULT_PARAMS = ChunkParams()
-
-
-class Chunk(NamedTuple):
-    """One chunk of a document: where it is and the XXH3-128 digest of its bytes.
-
-    A named tuple rather than a dataclass: building one costs a third as much, and pages
-    are chunked by the thousand (immutability and field access are the same).
-    """
-
-    index: int
-    offset: int
-    length: int
-    digest: bytes
-
-    @property
-    def hex(self) -> str:
-        return self.digest.hex()
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.length
-
-
-_new_chunk = partial(tuple.__new__, Chunk)
-
-
-def chunks_from_lengths(digests: Sequence[bytes], lengths: Sequence[int]) -> list[Chunk]:
-    """The chunks a stored digest list and length list describe: offsets follow from lengths."""
-    offsets = itertools.accumulate(lengths, initial=0)
-    return [Chunk(i, offset, length, digest)
-            for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
 
 
 # --- kernels -------------------------------------------------------------------------------
@@ -253,11 +223,6 @@ def _find_boundary(data, first, last, threshold):
     return -1
 
 
-# A chunk record, as the kernels write it and `struct` reads it back into Chunk tuples:
-# index, offset, length (int64 each), then the 16 digest bytes.
-RECORD_FIELDS = 5  # int64 words per record
-RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
-_DIGEST_AT = 24  # byte offset of the digest within a record
 
 
 _NEWLINE = 10
@@ -266,10 +231,7 @@ _NEWLINE = 10
 @njit(inline="always")
 def _newline(data, first, stop):
     """The first newline in [first, stop), or -1."""
-    for i in range(first, stop):
-        if data[i] == _NEWLINE:
-            return i
-    return -1
+    return find_byte(data, _NEWLINE, first, stop)
 
 
 @njit(inline="always")
@@ -319,11 +281,10 @@ def _cut(data, settings, records):
     min_size, max_size, threshold_bits, final = settings[0], settings[1], settings[2], settings[3]
     at_block = settings[4] != 0
     threshold = np.uint64(1) << np.uint64(64 - threshold_bits)
-    record_bytes = records.view(np.uint8)
     n = len(data)
     start = 0
     count = 0
-    clear = 0  # no newline in [start, clear)
+    clear = 0  # where the next newline search starts (none ends a block in [start, clear))
     while start < n:
         if at_block:  # empty lines go with the block after them
             clear = max(clear, _text_start(data, start, min(start + max_size, n)))
@@ -335,7 +296,7 @@ def _cut(data, settings, records):
         records[count, 0] = count
         records[count, 1] = start
         records[count, 2] = end - start
-        xxh3_128_into(data, start, end - start, record_bytes[count, _DIGEST_AT:])
+        xxh3_128_record(data, start, end - start, records, count)
         count += 1
         at_block = data[end - 1] == _NEWLINE
         start = end
@@ -343,28 +304,23 @@ def _cut(data, settings, records):
 
 
 @njit(cache=True, nogil=True)
-def _cut_documents(addresses, lengths, first, stop, settings, slots, records, counts):
-    """Chunk documents `first` to `stop - 1`, each into its own run of record slots (its
-    count is -1 when they are too few)."""
+def _cut_documents(addresses, lengths, first, stop, settings, records, counts):
+    """Chunk documents `first` to `stop - 1` into `records`, one after another, each one's
+    chunk count into `counts`. Returns `stop`, or the first document whose chunks did not fit
+    (its count left unset; the caller gives it more room and calls again from there)."""
+    k = 0
     for doc in range(first, stop):
         data = byte_view(addresses[doc], lengths[doc])
-        slot = slots[doc]
-        end = slots[doc + 1] if doc + 1 < slots.size else records.shape[0]
-        counts[doc] = _cut(data, settings, records[slot:end])
-
-
-@njit(cache=True, nogil=True)
-def _compact(slots, counts, records, dense):
-    """Gather the records of documents (first slot and count each) into one dense array."""
-    k = 0
-    for doc in range(counts.size):
-        for i in range(slots[doc], slots[doc] + counts[doc]):
-            dense[k] = records[i]
-            k += 1
+        count = _cut(data, settings, records[k:])
+        if count < 0:
+            return doc
+        counts[doc] = count
+        k += count
+    return stop
 
 
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
-    _cut, _cut_documents, _compact = AHEAD_OF_TIME.cut, AHEAD_OF_TIME.cut_documents, AHEAD_OF_TIME.compact
+    _cut, _cut_documents = AHEAD_OF_TIME.cut, AHEAD_OF_TIME.cut_documents
 
 
 # --- public API ----------------------------------------------------------------------------
@@ -392,34 +348,29 @@ def _capacity(length):
     return length // 2 + 2
 
 
-def _batch_capacity(lengths: np.ndarray) -> np.ndarray:
-    """Record slots a batch reserves per document: room for chunks of 8 bytes on average,
-    under a sixth of `_capacity`'s bound (pages average 40-110 bytes a chunk); a document
-    with more chunks is chunked again on its own (`_BatchJob._overflowed`)."""
-    return lengths // 8 + 4
+_NO_SCRATCH = (_new_records(0), memoryview(b""))
 
 
 def _chunks(records: np.ndarray) -> list[Chunk]:
     """Chunk tuples from kernel records, unpacked in C."""
-    return list(map(_new_chunk, RECORD.iter_unpack(records)))
+    return list(Chunks(packed(records)))
 
 
-_scratch = threading.local()  # per thread: a reusable record buffer and a byte view of it
-_NO_SCRATCH = (_new_records(0), memoryview(b""))
+_scratch = threading.local()  # per thread: a reusable record buffer and its bytes
 
 
-def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> list[Chunk]:
+def chunk_content(data: bytes, params: ChunkParams = DEFAULT_PARAMS) -> Chunks:
     """Split `data` on content-defined boundaries; chunks tile it exactly."""
     if type(data) is not bytes:
         data = _as_array(data)
-    capacity = _capacity(len(data))
     records, view = getattr(_scratch, "buffers", _NO_SCRATCH)
-    if records.shape[0] < capacity:  # grown as needed, then reused: no allocation per page
-        records = _new_records(max(capacity, 1024))
+    if records.shape[0] < _capacity(len(data)):
+        # grown as needed, then reused: its pages are written once, not once per page
+        records = _new_records(max(_capacity(len(data)), 1024))
         view = memoryview(records).cast("B")
         _scratch.buffers = (records, view)
     count = _checked(_cut_entry(data)(data, params.final_settings, records))
-    return list(map(_new_chunk, RECORD.iter_unpack(view[:count * RECORD.size])))
+    return Chunks(view[:count * RECORD.size].tobytes())
 
 
 def _checked(count: int) -> int:
@@ -480,11 +431,11 @@ class ChunkBatch:
     @property
     def digests(self) -> np.ndarray:
         """uint8, shape (chunks, 16)."""
-        return self.records.view(np.uint8)[:, _DIGEST_AT:]
+        return self.records.view(np.uint8)[:, DIGEST_AT:]
 
-    def chunks_of(self, doc: int) -> list[Chunk]:
+    def chunks_of(self, doc: int) -> Chunks:
         start = int(self.starts[doc])
-        return _chunks(self.records[start:start + int(self.counts[doc])])
+        return Chunks(packed(self.records[start:start + int(self.counts[doc])]))
 
 
 _PARALLEL_MIN_BYTES = 1 << 18  # below this, a second thread costs more than it saves
@@ -522,7 +473,11 @@ class _BatchJob:
     The calling thread takes groups too, rather than only waiting: measured here, two
     pool threads doing all the work while the caller slept scaled no better than one.
     Groups finish in any order and are handed to the caller in order, so it can turn
-    finished groups into Python objects while the kernels run on the rest.
+    finished groups into Python objects while the kernels run on the rest. Each group
+    writes its records densely into an array of its own (grown when a document does not
+    fit): room for `_capacity` chunks per document, eight bytes of records per byte of
+    text, was 350 MB for the corpus, and the kernel spent two thirds of its time in the
+    page faults of writing to it.
     """
 
     def __init__(self, docs: Sequence[bytes], params: ChunkParams, threads: int | None):
@@ -536,10 +491,6 @@ class _BatchJob:
                 self.arrays.append(doc)
             self.addresses[i] = buffer_address(doc)
             self.lengths[i] = len(doc)
-        capacities = _batch_capacity(self.lengths)
-        self.slots = np.zeros(len(self.docs), np.int64)  # each document's first record slot
-        np.cumsum(capacities[:-1], out=self.slots[1:])
-        self.records = _new_records(int(capacities.sum()))
         self.counts = np.zeros(len(self.docs), np.int64)
         self.params = params
         total = int(self.lengths.sum())
@@ -547,10 +498,10 @@ class _BatchJob:
         if total < _PARALLEL_MIN_BYTES or len(self.docs) < 2:
             self.threads = 1
         self.groups = self._split(total, 1 if self.threads == 1 else self.threads * _GROUPS_PER_THREAD)
+        self.records: list[np.ndarray] = [_NO_RECORDS] * len(self.groups)  # per group, read-only
         self._claims = iter(range(len(self.groups)))  # next() on it is atomic under the GIL
         self._done = [threading.Event() for _ in self.groups]
         self._error: BaseException | None = None
-        self._alone: dict[int, np.ndarray] = {}  # records of documents chunked on their own
 
     def _split(self, total: int, parts: int) -> list[tuple[int, int]]:
         """Contiguous runs of documents with about `total / parts` bytes each."""
@@ -558,11 +509,32 @@ class _BatchJob:
         edges = sorted({0, len(self.docs), *(int(e) for e in ends if 0 < e < len(self.docs))})
         return list(itertools.pairwise(edges))
 
+    def _cut_group(self, first: int, stop: int) -> np.ndarray:
+        """The records of documents `first` to `stop - 1`, one after another."""
+        lengths = self.lengths[first:stop]
+        # Room for chunks of 32 bytes on average (the corpus's are 109, a whole page of Python's
+        # docs about 40): enough but for odd text.
+        records = _new_records(int(lengths.sum()) // 32 + 2 * (stop - first))
+        used = 0
+        while first < stop:
+            stopped = _cut_documents(self.addresses, self.lengths, first, stop, self.params.final_settings,
+                                     records[used:], self.counts)
+            used += int(self.counts[first:stopped].sum())
+            if stopped < stop:  # document `stopped` did not fit: room for its worst case
+                need = _capacity(int(self.lengths[stopped]))
+                if records.shape[0] - used >= need:
+                    _checked(-1)
+                grown = _new_records(max(2 * records.shape[0], used + need))
+                grown[:used] = records[:used]
+                records = grown
+            first = stopped
+        records = records[:used]
+        records.flags.writeable = False
+        return records
+
     def _run(self, group: int) -> None:
-        first, stop = self.groups[group]
         try:
-            _cut_documents(self.addresses, self.lengths, first, stop,
-                           self.params.final_settings, self.slots, self.records, self.counts)
+            self.records[group] = self._cut_group(*self.groups[group])
         except BaseException as exc:
             self._error = exc
         finally:
@@ -585,36 +557,10 @@ class _BatchJob:
                     self._run(claimed)
             if self._error is not None:
                 raise self._error
-            self._overflowed(*self.groups[group])
             yield group
 
-    def _overflowed(self, first: int, stop: int) -> None:
-        """Chunk on its own each document of `first` to `stop - 1` whose chunks did not fit
-        its slots (a page of one-character lines): rare, so done here, in the caller."""
-        for doc in np.flatnonzero(self.counts[first:stop] < 0).tolist():
-            doc += first
-            data = byte_view(int(self.addresses[doc]), int(self.lengths[doc]))
-            records = _new_records(_capacity(len(data)))
-            count = _checked(_cut(data, self.params.final_settings, records))
-            self._alone[doc] = records[:count]
-            self.counts[doc] = count
 
-    def dense_records(self, first: int, stop: int) -> np.ndarray:
-        """The records of documents `first` to `stop - 1`, without the unused slots."""
-        counts = self.counts[first:stop]
-        alone = sorted(doc for doc in self._alone if first <= doc < stop)
-        fitted = counts.copy()
-        fitted[[doc - first for doc in alone]] = 0  # their slots hold nothing to copy
-        dense = _new_records(int(fitted.sum()))
-        _compact(self.slots[first:stop], fitted, self.records, dense)
-        if not alone:
-            return dense
-        pieces, at, previous = [], 0, first
-        for doc in alone:
-            before = int(fitted[previous - first:doc - first].sum())
-            pieces += [dense[at:at + before], self._alone[doc]]
-            at, previous = at + before, doc + 1
-        return np.concatenate([*pieces, dense[at:]])
+_NO_RECORDS = _new_records(0)
 
 
 def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
@@ -625,25 +571,28 @@ def chunk_batch(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
         pass
     starts = np.zeros(len(job.docs), np.int64)
     np.cumsum(job.counts[:-1], out=starts[1:])
-    return ChunkBatch(job.counts, starts, job.dense_records(0, len(job.docs)))
+    records = job.records[0] if len(job.records) == 1 else np.concatenate([_NO_RECORDS, *job.records])
+    return ChunkBatch(job.counts, starts, records)
 
 
 @collector_paused
 def chunk_many(docs: Sequence[bytes], params: ChunkParams = DEFAULT_PARAMS,
-               threads: int | None = None) -> list[list[Chunk]]:
+               threads: int | None = None) -> list[Chunks]:
     """`chunk_content` for each document, computed in parallel; same chunks, same order.
 
-    The chunks are built with the cycle collector paused (see `collector_paused`): they are
-    tuples of ints and bytes, never part of a cycle."""
+    Each document's `Chunks` is a view of its group's records: no object per chunk, but
+    two per document (the `Chunks` and its memoryview), made with the cycle collector
+    paused (see `collector_paused`): 100,000 empty documents took 5.6 us each with it
+    running, 1.4 us to cut."""
     job = _BatchJob(docs, params, threads)
-    result: list[list[Chunk]] = []
+    result: list[Chunks] = []
     for group in job.finished_groups():
         first, stop = job.groups[group]
-        chunks = _chunks(job.dense_records(first, stop))
+        records = packed(job.records[group])
         start = 0
-        for count in job.counts[first:stop].tolist():
-            result.append(chunks[start:start + count])
-            start += count
+        for end in np.cumsum(job.counts[first:stop] * RECORD.size).tolist():
+            result.append(Chunks(records[start:end]))
+            start = end
     return result
 
 

@@ -26,7 +26,7 @@ identical paragraphs counts as a removal.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from rapidfuzz.distance import Indel
@@ -180,10 +180,12 @@ def _opcodes(old_digests: list[bytes], new_digests: list[bytes]) -> list[tuple]:
             for op in Indel.opcodes(old_digests, new_digests)]
 
 
-def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None,
+def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | None = None,
             new_text: bytes | None = None, ignore: Collection[bytes] = frozenset(),
             thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ChangeReport:
-    """Compare two chunk lists (and, given both texts, find the exact word edits)."""
+    """Compare two chunk lists (and, given both texts, find the exact word edits).
+
+    `old` and `new` are any sequences of Chunk: `chunk_content`'s `Chunks`, or lists."""
     if (old_text is None) != (new_text is None):
         raise ValueError("give both old_text and new_text, or neither")
     if old_text is not None:
@@ -257,7 +259,7 @@ def compare(old: list[Chunk], new: list[Chunk], *, old_text: bytes | None = None
     )
 
 
-def _check_tiling(which: str, chunks: list[Chunk], text: bytes) -> None:
+def _check_tiling(which: str, chunks: Sequence[Chunk], text: bytes) -> None:
     end = chunks[-1].end if chunks else 0
     if end != len(text):
         raise ValueError(

@@ -1,7 +1,8 @@
 """What Numba's JIT needs to compile the helpers of `cdc.native` inside the kernels.
 
-`xxh3_128_into` and `xxh3_64_of` call `XXH3_128bits` from the xxhash package's own C
-library through an intrinsic; `byte_view` becomes a view of raw memory. Imported by
+`xxh3_128_record` and `xxh3_64_of` call `XXH3_128bits` from the xxhash package's own C
+library through an intrinsic, `find_byte` calls the C library's `memchr`; `byte_view`
+becomes a view of raw memory. Imported by
 `cdc.native` only when the kernels are compiled by the JIT, so a process running the
 kernels compiled ahead of time never loads Numba or LLVM.
 """
@@ -18,9 +19,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from cdc.errors import DigestUnavailableError
-from cdc.native import byte_view, xxh3_64_of, xxh3_128_into
+from cdc.native import byte_view, find_byte, xxh3_64_of, xxh3_128_record
 
 _SYMBOL = "XXH3_128bits"
+_MEMCHR = "memchr"
 
 
 def _register_symbol() -> None:
@@ -34,6 +36,8 @@ def _register_symbol() -> None:
             "reinstall it with `pip install -r requirements.txt`"
         ) from exc
     binding.add_symbol(_SYMBOL, address)
+    # The C library's own, named for the JIT's linker as the build ahead of time links it.
+    binding.add_symbol(_MEMCHR, ctypes.cast(ctypes.CDLL(None).memchr, ctypes.c_void_p).value)
 
 
 _register_symbol()
@@ -69,13 +73,53 @@ def _byte_pointer(typingctx, array, start):
     return signature, codegen
 
 
-@overload(xxh3_128_into, jit_options={"nogil": True})
-def _xxh3_128_into_compiled(data, start, length, out):
-    def implementation(data, start, length, out):
+@intrinsic
+def _memchr_call(typingctx, pointer, byte, length):
+    """Call `memchr(pointer, byte, length)`; returns the offset from `pointer` of the byte
+    found, or -1."""
+    signature = types.intp(types.voidptr, types.intp, types.uintp)
+
+    def codegen(context, builder, sig, args):
+        i64 = ir.IntType(64)
+        function_type = ir.FunctionType(cgutils.voidptr_t, [cgutils.voidptr_t, ir.IntType(32), i64])
+        function = cgutils.get_or_insert_function(builder.module, function_type, _MEMCHR)
+        found = builder.call(function, [args[0], builder.trunc(args[1], ir.IntType(32)), args[2]])
+        offset = builder.sub(builder.ptrtoint(found, i64), builder.ptrtoint(args[0], i64))
+        missing = builder.icmp_unsigned("==", builder.ptrtoint(found, i64), ir.Constant(i64, 0))
+        return builder.select(missing, ir.Constant(i64, -1), offset)
+
+    return signature, codegen
+
+
+@overload(find_byte, jit_options={"nogil": True})
+def _find_byte_compiled(data, byte, first, stop):
+    def implementation(data, byte, first, stop):
+        if stop <= first:
+            return -1
+        found = _memchr_call(_byte_pointer(data, np.uintp(first)), byte, np.uintp(stop - first))
+        return found if found < 0 else first + found
+
+    return implementation
+
+
+@intrinsic
+def _byte_swapped(typingctx, value):
+    """The eight bytes of `value` in the other order, as int64: a big-endian word read back
+    as a little-endian one."""
+    signature = types.int64(types.uint64)
+
+    def codegen(context, builder, sig, args):
+        return builder.bswap(args[0])
+
+    return signature, codegen
+
+
+@overload(xxh3_128_record, jit_options={"nogil": True})
+def _xxh3_128_record_compiled(data, start, length, records, row):
+    def implementation(data, start, length, records, row):
         low, high = _xxh3_128_call(_byte_pointer(data, np.uintp(start)), np.uintp(length))
-        for i in range(8):
-            out[i] = np.uint8((high >> np.uint64(56 - 8 * i)) & np.uint64(0xFF))
-            out[8 + i] = np.uint8((low >> np.uint64(56 - 8 * i)) & np.uint64(0xFF))
+        records[row, 3] = _byte_swapped(high)  # the canonical digest: high 64 bits first,
+        records[row, 4] = _byte_swapped(low)  # each big-endian
 
     return implementation
 

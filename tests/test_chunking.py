@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import pickle
 import tracemalloc
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -12,8 +14,8 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc import Chunk, Chunker, ChunkParams, chunk_batch, chunk_content, chunk_many, compare
-from cdc.chunking import _capacity
+from cdc import Chunk, Chunker, ChunkParams, Chunks, chunk_batch, chunk_content, chunk_many, compare
+from cdc.chunking import _PARALLEL_MIN_BYTES, _capacity
 from tests import textgen
 
 SMALL = ChunkParams(avg_size=256, min_size=64, max_size=1024)  # many chunks from short inputs
@@ -128,6 +130,36 @@ def test_chunk_is_an_immutable_record_with_hex():
     assert len(chunk.digest) == 16
     with pytest.raises(AttributeError):
         chunk.offset = 3
+
+
+def test_chunks_are_an_immutable_sequence_of_chunk_tuples():
+    """What chunk_content and chunk_many return: a Sequence[Chunk] held as arrays, that
+    reads, slices and compares as the list of its chunks would."""
+    data = textgen.text(4, 20_000)
+    chunks = chunk_content(data)
+    as_list = list(chunks)
+    assert isinstance(chunks, Chunks) and isinstance(chunks, Sequence) and len(as_list) > 10
+    assert all(type(chunk) is Chunk for chunk in as_list)
+    assert chunks == as_list and as_list == chunks and chunks != as_list[:-1]
+    assert chunks == chunk_many([data])[0] == chunk_batch([data]).chunks_of(0)
+    assert len(chunks) == len(as_list) and chunks[0] == as_list[0] and chunks[-2] == as_list[-2]
+    assert chunks[3:7] == as_list[3:7] and chunks[::-3] == as_list[::-3] and chunks[7:3] == []
+    assert chunks.index(as_list[5]) == 5 and as_list[5] in chunks
+    assert list(reversed(chunks)) == as_list[::-1]
+    with pytest.raises(IndexError):
+        chunks[len(as_list)]
+    assert chunks.offsets.tolist() == [c.offset for c in as_list]
+    assert chunks.lengths.tolist() == [c.length for c in as_list]
+    assert [row.tobytes() for row in chunks.digests] == [c.digest for c in as_list]
+    for column in (chunks.offsets, chunks.lengths, chunks.digests):
+        with pytest.raises(ValueError, match="read-only"):
+            column[0] = 0
+    with pytest.raises(TypeError):
+        chunks[0] = as_list[1]
+    with pytest.raises(TypeError):
+        hash(chunks)  # equal to a list, so unhashable as a list is
+    assert pickle.loads(pickle.dumps(chunks)) == chunks
+    assert repr(chunk_content(b"hi")) == f"Chunks([{chunk_content(b'hi')[0]!r}])"
 
 
 # --- golden cut points: changing any of these is a CHANGELOG entry ---------------------------
@@ -346,12 +378,14 @@ def test_chunk_many_on_threads_equals_chunk_content():
 
 
 def test_documents_with_more_chunks_than_a_batch_reserves_are_chunked_alone():
-    """A batch reserves a chunk per 8 bytes; pages of one-character lines have one per 2. In
-    every position among ordinary pages, on one thread or several, they come out whole."""
+    """A batch first makes room for a chunk per 32 bytes; pages of one-character lines have
+    one per 2. In every position among ordinary pages, on one thread or several, they come
+    out whole (the room grows)."""
     ordinary = [textgen.text(seed, 40_000) for seed in range(8)]
     dense = [b"|\n" * (20_000 + seed) for seed in range(3)]
     docs = [*ordinary[:3], dense[0], *ordinary[3:6], *dense[1:], *ordinary[6:]]
     expected = [chunk_content(doc) for doc in docs]
+    assert sum(map(len, docs)) > _PARALLEL_MIN_BYTES
     for threads in (1, 2):
         assert chunk_many(docs, threads=threads) == expected
         batch = chunk_batch(docs, threads=threads)
