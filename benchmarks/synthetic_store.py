@@ -214,8 +214,8 @@ _GENERATIONS = pa.schema([
     ("text", pa.string()),
 ])
 _CHUNKS = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()), ("chunk_index", pa.int32()),
-    ("digest", pa.binary()), ("length", pa.int32()),
+    ("natural_key", pa.string()), ("generation", pa.int32()),
+    ("digests", pa.binary()), ("lengths", pa.list_(pa.int32())),
 ])
 _CHANGES = pa.schema([
     ("natural_key", pa.string()), ("generation", pa.int32()), ("previous_generation", pa.int32()),
@@ -247,7 +247,7 @@ def _columns(schema: pa.Schema) -> dict[str, list]:
 def crawl_tables(generation: int, order: Sequence[int], keys: list[str], versions: list[PageState],
                  changes: list[dict | None], fetched: list[datetime], retained: bool,
                  pool: str) -> tuple[pa.Table, pa.Table, pa.Table, int]:
-    """One slice of a crawl's rows: generations, content_chunks, changes; and text bytes."""
+    """One slice of a crawl's rows: generations, chunk_lists, changes; and text bytes."""
     g, c, ch = _columns(_GENERATIONS), _columns(_CHUNKS), _columns(_CHANGES)
     text_bytes = 0
     for page in order:
@@ -263,11 +263,10 @@ def crawl_tables(generation: int, order: Sequence[int], keys: list[str], version
         g["text"].append(text if retained else None)
         if retained:
             text_bytes += len(data)
-            c["natural_key"] += [key] * len(chunks)
-            c["generation"] += [generation] * len(chunks)
-            c["chunk_index"] += range(len(chunks))
-            c["digest"] += [digest for digest, _, _ in chunks]
-            c["length"] += [length for _, length, _ in chunks]
+            c["natural_key"].append(key)
+            c["generation"].append(generation)
+            c["digests"].append(b"".join([digest for digest, _, _ in chunks]))
+            c["lengths"].append([length for _, length, _ in chunks])
         change = changes[page]
         ch["natural_key"].append(key)
         ch["generation"].append(generation)
@@ -359,9 +358,9 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                     gens, chunks, change_rows, text = crawl_tables(
                         generation, part, keys, versions, changes, fetched, retained, pool)
                     _insert(connection, "generations", gens)
-                    _insert(connection, "content_chunks", chunks)
+                    _insert(connection, "chunk_lists", chunks)
                     _insert(connection, "changes", change_rows)
-                    chunk_rows += chunks.num_rows
+                    chunk_rows += sum(map(len, chunks.column("lengths").to_pylist()))
                     text_bytes += text
             page_rows = pa.table({
                 "natural_key": [keys[p] for p in first_order], "url": [keys[p] for p in first_order],

@@ -79,7 +79,7 @@ class ClusterSummary:
     failed: list[tuple[str, str]] = field(default_factory=list)  # shard name, reason
     partitions: int = 0
     written: int = 0  # partitions committed
-    rows: int = 0  # rows appended (generations, chunk rows, change rows)
+    rows: int = 0  # rows appended (generations, chunk list rows, change rows)
     write_seconds: float = 0.0  # time in the single writer's transactions
 
 

@@ -187,7 +187,7 @@ def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
 
 
 def chunk_table(rows: list[tuple]) -> pa.Table:
-    """`content_chunks` rows (natural_key, generation, chunk_index, digest, length) as Arrow."""
+    """`chunk_lists` rows (natural_key, generation, digests, lengths) as Arrow."""
     return _table(rows, _CHUNKS_SCHEMA)
 
 
@@ -273,8 +273,8 @@ _GENERATIONS_SCHEMA = pa.schema([
     ("text", pa.string()),
 ])
 _CHUNKS_SCHEMA = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()), ("chunk_index", pa.int32()),
-    ("digest", pa.binary()), ("length", pa.int32()),
+    ("natural_key", pa.string()), ("generation", pa.int32()),
+    ("digests", pa.binary()), ("lengths", pa.list_(pa.int32())),
 ])
 _CHANGES_SCHEMA = pa.schema([
     ("natural_key", pa.string()), ("generation", pa.int32()), ("previous_generation", pa.int32()),

@@ -7,6 +7,11 @@ directory any lake engine (DuckDB, Spark, Trino) reads as tables:
     DIR/content_chunks/host=.../...
     DIR/changes/host=.../...
 
+`content_chunks` holds a row per chunk, the seed's columns (natural_key, generation,
+chunk_index, digest, length), as the store's `content_chunks` view shows them: the store
+keeps a list row per generation for its single writer's sake, and a lake engine, with no
+such writer, reads rows per chunk more simply (Parquet stores the repeated keys in runs).
+
 Files are only ever added (each batch's have their own names), so several runs into one
 directory add up. A batch's files are written after the store commits it: a run stopped
 between the two leaves the lake a batch short of the store.
@@ -39,7 +44,7 @@ class ParquetLake:
     def write(self, batch: WriteBatch) -> None:
         hosts = dict(zip(batch.pages.column("natural_key").to_pylist(),
                          batch.pages.column("host").to_pylist()))
-        for name, table in zip(LAKE_TABLES, (batch.generations, batch.chunks, batch.changes)):
+        for name, table in zip(LAKE_TABLES, (batch.generations, batch.content_chunks(), batch.changes)):
             if not table.num_rows:
                 continue
             host = pa.array([hosts[key] for key in table.column("natural_key").to_pylist()], pa.string())

@@ -61,7 +61,8 @@ def migrate(path: str | Path, params: ChunkParams = DEFAULT_PARAMS,
             chunks, changes = [], []
             previous = None
             for (key, generation, fetched_at, text), found in zip(rows, chunk_lists):
-                chunks += [(key, generation, c.index, c.digest, c.length) for c in found]
+                chunks.append((key, generation, b"".join([c.digest for c in found]),
+                               [c.length for c in found]))
                 if previous and previous[0] == key and previous[1] == generation - 1:
                     report = compare(previous[3], found, old_text=previous[2], new_text=text)
                     changes.append(change_row(key, generation, fetched_at, report, previous[2], text))

@@ -9,8 +9,14 @@ Tables (all times UTC):
   chunk count, and the normalised text while the generation is retained. The text is stored
   uncompressed: retention bounds its size, and an erasure can then be checked byte for byte
   in the file (compressed, a page's sentences are not visible to such a check).
-- `content_chunks`: the seed's columns (natural_key, generation, chunk_index, digest,
-  length) for retained generations.
+- `chunk_lists`: one row per retained generation: its chunks in order, as their 16-byte
+  digests end to end in one BLOB (`digests`) and a list of their lengths. Block-aligned
+  chunks give about 75 chunks a page: a row per chunk made the single writer append 75 rows
+  (and 150 index entries) per page version; a list row is one row and one index entry, and
+  one BLOB of digests is written three times as fast as a list of 75 BLOBs.
+- `content_chunks`: a view of `chunk_lists` with the seed's columns (natural_key,
+  generation, chunk_index, digest, length), a row per chunk, for queries written to the
+  seed's schema. The store's own queries read `chunk_lists`.
 - `changes`: one row per generation, kept for good (it holds no content beyond a short
   excerpt): the measures of the change from the previous generation, and its verdict.
 
@@ -38,12 +44,16 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
 from cdc.writelock import holding
 
-SCHEMA_VERSION = 1
+# 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
+#    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it.
+SCHEMA_VERSION = 2
 DEFAULT_KEEP = 3
 LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
 RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
@@ -79,6 +89,48 @@ BOILERPLATE_MIN_PAGES = 3
 INDEXED_LOOKUP_KEYS = 1024
 
 
+CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        digests BLOB NOT NULL,
+        lengths INTEGER[] NOT NULL
+    )"""
+DIGEST_BYTES = 16
+
+
+def _chunks_of(lists: str) -> str:
+    """A row per chunk of the `chunk_lists` rows of `lists` (a table, or a subquery with its
+    alias): their other columns, `chunk_index`, `digest` and `length`."""
+    return f"""(SELECT * EXCLUDE (digests, lengths),
+               digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest,
+               lengths[chunk_index + 1] AS length
+        FROM (SELECT *, unnest(range(len(lengths)))::INTEGER AS chunk_index FROM {lists}))"""
+
+
+# The seed's `content_chunks`, a row per chunk, from the list rows.
+CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
+    SELECT natural_key, generation, chunk_index, digest, length FROM {_chunks_of("chunk_lists")}"""
+# The chunks the boilerplate queries count, the lists joined with their pages first:
+# of one host's latest generations (binds the host);
+_HOST_CHUNKS = _chunks_of("""(
+    SELECT c.natural_key, c.generation, c.digests, c.lengths
+    FROM chunk_lists c JOIN pages p
+      ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+    WHERE p.host = ?)""")
+# of every page's latest generation, with its host;
+_LATEST_CHUNKS = _chunks_of("""(
+    SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
+    FROM chunk_lists l JOIN pages p
+      ON p.natural_key = l.natural_key AND l.generation = p.latest_generation)""")
+# of every retained generation of the hosts in a query's `host_size` (host, pages);
+_HOSTS_CHUNKS = _chunks_of("""(
+    SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
+    FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
+    WHERE p.host IN (SELECT host FROM host_size))""")
+# of the pages of a query's `picked` change rows.
+_PICKED_CHUNKS = _chunks_of("""(
+    SELECT l.* FROM chunk_lists l SEMI JOIN (SELECT natural_key FROM picked) k USING (natural_key))""")
+
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
     """CREATE TABLE IF NOT EXISTS pages (
@@ -102,13 +154,8 @@ SCHEMA = [
         chunk_count INTEGER NOT NULL,
         text VARCHAR USING COMPRESSION uncompressed
     )""",
-    """CREATE TABLE IF NOT EXISTS content_chunks (
-        natural_key VARCHAR NOT NULL,
-        generation INTEGER NOT NULL,
-        chunk_index INTEGER NOT NULL,
-        digest BLOB NOT NULL,
-        length INTEGER NOT NULL
-    )""",
+    CHUNK_LISTS_TABLE,
+    CONTENT_CHUNKS_VIEW,
     """CREATE TABLE IF NOT EXISTS changes (
         natural_key VARCHAR NOT NULL,
         generation INTEGER NOT NULL,
@@ -127,16 +174,46 @@ SCHEMA = [
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
 # an ART index (a generation filter is applied in Python: a page has few generations).
-# The digest index is the seed's, for finding every page that holds a chunk.
+# The seed's digest index is gone with the row per chunk: a list cannot be indexed, and
+# finding the pages that hold a digest scans the lists (`pages_with_digest`), as the
+# boilerplate counts scan them anyway.
 INDEXES = [
     "CREATE INDEX IF NOT EXISTS pages_key ON pages (natural_key)",
     "CREATE INDEX IF NOT EXISTS generations_key ON generations (natural_key)",
-    "CREATE INDEX IF NOT EXISTS content_chunks_key ON content_chunks (natural_key)",
-    "CREATE INDEX IF NOT EXISTS content_chunks_digest_idx ON content_chunks (digest)",
+    "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
     "CREATE INDEX IF NOT EXISTS changes_key ON changes (natural_key)",
 ]
 
+# The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
+# the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes")
+
+# Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
+# empty text) included, as ingest writes it.
+_LISTS_OF_ROWS = """
+    SELECT g.natural_key, g.generation, coalesce(c.digests, ''::BLOB) AS digests,
+           coalesce(c.lengths, []::INTEGER[]) AS lengths
+    FROM main.generations g LEFT JOIN (
+        SELECT natural_key, generation,
+               list_reduce(list(digest ORDER BY chunk_index), lambda a, b: a || b) AS digests,
+               list(length ORDER BY chunk_index) AS lengths
+        FROM main.content_chunks GROUP BY natural_key, generation
+    ) c USING (natural_key, generation)
+    WHERE g.text IS NOT NULL"""
+# Schema 1 to 2, in one transaction: the chunk rows become a list row per generation.
+UPGRADE_TO_LISTS = [
+    CHUNK_LISTS_TABLE,
+    f"INSERT INTO chunk_lists {_LISTS_OF_ROWS}",
+    "DROP INDEX IF EXISTS content_chunks_digest_idx",
+    "DROP INDEX IF EXISTS content_chunks_key",
+    "DROP TABLE content_chunks",
+    CONTENT_CHUNKS_VIEW,
+    "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
+    "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+]
+# A reader of a schema-1 store (read-only: it cannot upgrade it) sees its chunk rows as lists.
+LISTS_OF_CHUNK_ROWS = f"CREATE OR REPLACE TEMP VIEW chunk_lists AS {_LISTS_OF_ROWS}"
 
 
 @dataclass(frozen=True)
@@ -185,14 +262,48 @@ class WriteBatch:
 
     pages: pa.Table  # new and updated pages, all columns of `pages`
     generations: pa.Table
-    chunks: pa.Table
+    chunks: pa.Table  # the columns of `chunk_lists`: a row per retained generation
     changes: pa.Table
     checked: pa.Table  # natural_key, last_checked: pages seen again with identical content
 
     @property
     def rows(self) -> int:
-        """Rows appended: generations, chunk rows and change rows."""
+        """Rows appended: generations, chunk list rows and change rows."""
         return self.generations.num_rows + self.chunks.num_rows + self.changes.num_rows
+
+    @property
+    def chunk_rows(self) -> int:
+        """Chunks appended: the rows they add to the `content_chunks` view."""
+        return len(pc.list_flatten(self.chunks.column("lengths")))
+
+    def content_chunks(self) -> pa.Table:
+        """The batch's chunks as the seed's rows (natural_key, generation, chunk_index,
+        digest, length), as the `content_chunks` view shows them: for the Parquet lake."""
+        return content_chunk_rows(self.chunks)
+
+
+def content_chunk_rows(lists: pa.Table) -> pa.Table:
+    """`chunk_lists` rows as `content_chunks` rows, a row per chunk, in list order."""
+    lengths = lists.column("lengths").combine_chunks()
+    parents = pc.list_parent_indices(lengths)
+    starts = pc.take(lengths.offsets, parents)
+    index = pc.subtract(pa.array(np.arange(len(parents), dtype=np.int32)), pc.cast(starts, pa.int32()))
+    # The digests end to end, cut into 16-byte values (a BLOB a chunk, as the view shows).
+    joined = b"".join(lists.column("digests").to_pylist())
+    digests = pa.FixedSizeBinaryArray.from_buffers(pa.binary(DIGEST_BYTES), len(parents),
+                                                   [None, pa.py_buffer(joined)]).cast(pa.binary())
+    return pa.table({
+        "natural_key": pc.take(lists.column("natural_key"), parents),
+        "generation": pc.take(lists.column("generation"), parents),
+        "chunk_index": index,
+        "digest": digests,
+        "length": lengths.flatten(),
+    })
+
+
+def digest_list(digests: bytes) -> list[bytes]:
+    """The digests of a `chunk_lists` row, one per chunk."""
+    return [digests[at:at + DIGEST_BYTES] for at in range(0, len(digests), DIGEST_BYTES)]
 
 
 def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
@@ -201,14 +312,13 @@ def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
     texts = {generation: text for generation, text in connection.execute(
         "SELECT generation, text FROM generations WHERE natural_key = ?", [natural_key]).fetchall()
         if generation in wanted and text is not None}
-    chunks: dict[int, list[tuple[int, bytes, int]]] = {g: [] for g in texts}
-    for generation, index, digest, length in connection.execute(
-            "SELECT generation, chunk_index, digest, length FROM content_chunks WHERE natural_key = ?",
+    chunks: dict[int, list[tuple[bytes, int]]] = {g: [] for g in texts}
+    for generation, digests, lengths in connection.execute(
+            "SELECT generation, digests, lengths FROM chunk_lists WHERE natural_key = ?",
             [natural_key]).fetchall():
         if generation in chunks:
-            chunks[generation].append((index, digest, length))
-    return {generation: Version(natural_key, generation, text.encode("utf-8"),
-                                [(digest, length) for _, digest, length in sorted(chunks[generation])])
+            chunks[generation] = list(zip(digest_list(digests), lengths))
+    return {generation: Version(natural_key, generation, text.encode("utf-8"), chunks[generation])
             for generation, text in texts.items()}
 
 
@@ -239,8 +349,8 @@ def _by_keys(connection: duckdb.DuckDBPyConnection, query: str, keys: Sequence[s
     return rows
 
 
-def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, list]:
-    """Page rows, latest generations (digest, UTF-8 text) and their chunk rows, for a few keys.
+def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
+    """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for a few keys.
 
     Each table is looked up alone, by key, so DuckDB answers from its index and reads only
     the blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB
@@ -260,14 +370,14 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
         SELECT natural_key, generation, content_digest, encode(text) FROM generations
         WHERE natural_key IN ({keys})
     """, keys, of_latest)}
-    chunks = [(key, index, digest, length) for key, _, index, digest, length in _by_keys(connection, """
-        SELECT natural_key, generation, chunk_index, digest, length FROM content_chunks
+    chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_keys(connection, """
+        SELECT natural_key, generation, digests, lengths FROM chunk_lists
         WHERE natural_key IN ({keys})
-    """, keys, of_latest)]
+    """, keys, of_latest)}
     return pages, generations, chunks
 
 
-def _latest_by_scan(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, list]:
+def _latest_by_scan(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
     """The same as `_latest_by_index`, by joining the keys with whole tables: for many keys,
     one scan costs less time than thousands of row fetches, though it reads every text."""
     with _registered(connection, "wanted_keys", _key_table(keys)):
@@ -280,12 +390,12 @@ def _latest_by_scan(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) 
                               AND g.generation = p.latest_generation
         """).fetchall()
         chunks = connection.execute("""
-            SELECT c.natural_key, c.chunk_index, c.digest, c.length
-            FROM content_chunks c
+            SELECT c.natural_key, c.digests, c.lengths
+            FROM chunk_lists c
             JOIN pages p ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
             JOIN wanted_keys w ON w.natural_key = c.natural_key
         """).fetchall()
-    return [row[:5] for row in rows], {row[0]: row[5:] for row in rows}, chunks
+    return [row[:5] for row in rows], {row[0]: row[5:] for row in rows}, {row[0]: row[1:] for row in chunks}
 
 
 def _one(result: duckdb.DuckDBPyConnection) -> tuple | None:
@@ -369,7 +479,10 @@ class Store:
     def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only connection for a few queries; released at the end of the block."""
         with self._connect(write=False) as connection:
-            self._check_meta(connection)
+            if self._check_meta(connection) < SCHEMA_VERSION:
+                # Read-only, an older layout cannot be upgraded (the next write does it):
+                # its chunk rows are read as lists, a little slower.
+                connection.execute(LISTS_OF_CHUNK_ROWS)
             yield connection
 
     def create(self) -> None:
@@ -430,11 +543,26 @@ class Store:
                 ("retention", RetentionPolicy().to_json()),
             ])
             return
-        self._check_meta(connection)
+        if self._check_meta(connection) < SCHEMA_VERSION:
+            self._upgrade(connection)
         for statement in INDEXES:  # a store made before an index was added gets it now
             connection.execute(statement)
 
-    def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> None:
+    def _upgrade(self, connection: duckdb.DuckDBPyConnection) -> None:
+        """Schema 1 to 2 in one transaction: each generation's chunk rows become one list row
+        (killed midway, the store is as it was). A rewrite of the chunk rows: seconds for a
+        million of them."""
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            for statement in UPGRADE_TO_LISTS:
+                connection.execute(statement)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> int:
+        """The store's schema version, once its meta rows are checked against this cdc."""
         try:
             meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
         except duckdb.CatalogException as exc:
@@ -456,6 +584,7 @@ class Store:
                 f"{self.path} holds digests made under chunker spec {meta.get('spec')}, and this "
                 f"cdc makes {expected}: digests of two specs never compare. Ingest into a new "
                 "store (--db NEWPATH), or re-ingest the crawl there")
+        return version
 
     def stored_spec(self) -> str | None:
         """The chunker spec the store's digests were made under, read without the spec check."""
@@ -484,18 +613,17 @@ class Store:
 
     def replace_chunks(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str],
                        chunks: pa.Table, changes: pa.Table) -> None:
-        """The chunk rows of `keys` replaced by `chunks` (chunk counts follow), and the
-        change rows in `changes` replaced, matched by page and generation."""
+        """The chunk lists of `keys` replaced by `chunks` (`chunk_lists` rows; chunk counts
+        follow), and the change rows in `changes` replaced, matched by page and generation."""
         with (_registered(connection, "migrated_keys", _key_table(keys)),
               _registered(connection, "migrated_chunks", chunks),
               _registered(connection, "migrated_changes", changes)):
-            connection.execute("DELETE FROM content_chunks WHERE natural_key IN "
+            connection.execute("DELETE FROM chunk_lists WHERE natural_key IN "
                                "(SELECT natural_key FROM migrated_keys)")
-            connection.execute("INSERT INTO content_chunks SELECT * FROM migrated_chunks")
+            connection.execute("INSERT INTO chunk_lists SELECT * FROM migrated_chunks")
             connection.execute("""
                 UPDATE generations SET chunk_count = n.chunks
-                FROM (SELECT natural_key, generation, count(*) AS chunks FROM migrated_chunks
-                      GROUP BY ALL) n
+                FROM (SELECT natural_key, generation, len(lengths) AS chunks FROM migrated_chunks) n
                 WHERE generations.natural_key = n.natural_key AND generations.generation = n.generation
             """)
             connection.execute("""
@@ -530,20 +658,17 @@ class Store:
         if not keys:
             return {}
         if len(keys) <= INDEXED_LOOKUP_KEYS:
-            pages, generations, chunk_rows = _latest_by_index(connection, keys)
+            pages, generations, chunks = _latest_by_index(connection, keys)
         else:
-            pages, generations, chunk_rows = _latest_by_scan(connection, keys)
-        chunks: dict[str, list[tuple[int, bytes, int]]] = {}
-        for key, index, digest, length in chunk_rows:
-            chunks.setdefault(key, []).append((index, digest, length))
+            pages, generations, chunks = _latest_by_scan(connection, keys)
         states = {}
         for key, retention_class, generation, fetched, checked in pages:
             if key not in generations:
                 continue
             content_digest, text = generations[key]
-            ordered = sorted(chunks.get(key, []))
+            digests, lengths = chunks.get(key, (b"", []))
             states[key] = PageState(key, retention_class, generation, fetched, checked, content_digest, text,
-                                    [row[1] for row in ordered], [row[2] for row in ordered])
+                                    digest_list(digests), lengths)
         return states
 
     def known_versions(self, connection: duckdb.DuckDBPyConnection,
@@ -574,29 +699,33 @@ class Store:
             connection.register(name, table)
         try:
             # Only pages stored before can have generations to trim: a batch's own generations
-            # past the limit come without text or chunk rows (cdc.versions). The trim scans the
-            # whole generations and chunk tables (half a second a batch on a store of 100,000
-            # pages), so a batch of new pages only, as in a first crawl, skips it.
+            # past the limit come without text or chunk lists (cdc.versions). The trim scans the
+            # whole generations and chunk list tables, so a batch of new pages only, as in a
+            # first crawl, skips it.
             seen_before = _one(connection.execute("SELECT count(*) FROM batch_pages "
                                                   "WHERE natural_key IN (SELECT natural_key FROM pages)"))[0]
             connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
-            connection.execute("INSERT INTO content_chunks SELECT * FROM batch_chunks")
+            connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
             connection.execute("INSERT INTO changes SELECT * FROM batch_changes")
-            connection.execute("""
-                UPDATE pages SET url = b.url,
-                       retention_class = coalesce(b.retention_class, pages.retention_class),
-                       latest_generation = b.latest_generation, last_fetched = b.last_fetched,
-                       last_checked = greatest(pages.last_checked, b.last_checked)
-                FROM batch_pages b WHERE pages.natural_key = b.natural_key
-            """)
-            connection.execute("""
-                INSERT INTO pages SELECT b.* FROM batch_pages b
-                WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.natural_key = b.natural_key)
-            """)
-            connection.execute("""
-                UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
-                FROM batch_checked c WHERE pages.natural_key = c.natural_key
-            """)
+            if seen_before:
+                connection.execute("""
+                    UPDATE pages SET url = b.url,
+                           retention_class = coalesce(b.retention_class, pages.retention_class),
+                           latest_generation = b.latest_generation, last_fetched = b.last_fetched,
+                           last_checked = greatest(pages.last_checked, b.last_checked)
+                    FROM batch_pages b WHERE pages.natural_key = b.natural_key
+                """)
+                connection.execute("""
+                    INSERT INTO pages SELECT b.* FROM batch_pages b
+                    WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.natural_key = b.natural_key)
+                """)
+            else:  # new pages only: nothing to update, nothing to look for (each a scan of pages)
+                connection.execute("INSERT INTO pages SELECT * FROM batch_pages")
+            if batch.checked.num_rows:
+                connection.execute("""
+                    UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
+                    FROM batch_checked c WHERE pages.natural_key = c.natural_key
+                """)
             if seen_before:
                 self._trim(connection, "SELECT natural_key FROM batch_pages")
         finally:
@@ -659,7 +788,7 @@ class Store:
             connection.unregister("batch_checked")
 
     def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> None:
-        """Drop text and chunk rows of generations past each page's retention limit."""
+        """Drop text and chunk lists of generations past each page's retention limit."""
         policy = self.retention(connection)
         limits = pa.table({
             "retention_class": pa.array([name for name, _ in policy.classes], pa.string()),
@@ -674,9 +803,9 @@ class Store:
                 WHERE p.natural_key IN ({keys_query})
             """
             connection.execute(f"""
-                DELETE FROM content_chunks USING ({expired}) e
-                WHERE content_chunks.natural_key = e.natural_key
-                  AND content_chunks.generation <= e.last_expired
+                DELETE FROM chunk_lists USING ({expired}) e
+                WHERE chunk_lists.natural_key = e.natural_key
+                  AND chunk_lists.generation <= e.last_expired
             """, [policy.keep])
             connection.execute(f"""
                 UPDATE generations SET text = NULL FROM ({expired}) e
@@ -716,13 +845,14 @@ class Store:
 
         DuckDB leaves deleted rows' bytes in freed blocks, so a delete and a checkpoint are
         not enough: the live data is copied to a fresh file that replaces the old one.
-        Returns the number of rows removed.
+        Returns the number of rows removed (chunks counted as `content_chunks` rows).
         """
         removed = 0
         with self.writing() as connection:
-            for table in TABLES:
+            for table in STORED_TABLES:
+                rows = "sum(len(lengths))" if table == "chunk_lists" else "count(*)"  # as the view counts
                 (count,) = _one(connection.execute(
-                    f"SELECT count(*) FROM {table} WHERE natural_key = ?", [natural_key]))
+                    f"SELECT coalesce({rows}, 0) FROM {table} WHERE natural_key = ?", [natural_key]))
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
                 removed += count
         self.compact()
@@ -750,7 +880,9 @@ class Store:
     def stats(self) -> dict[str, int]:
         with self.reading() as connection:
             counts = {table: _one(connection.execute(f"SELECT count(*) FROM {table}"))[0]
-                      for table in TABLES}
+                      for table in TABLES if table != "content_chunks"}
+            counts["content_chunks"] = _one(connection.execute(
+                "SELECT coalesce(sum(len(lengths)), 0)::BIGINT FROM chunk_lists"))[0]
             counts["hosts"] = _one(connection.execute("SELECT count(DISTINCT host) FROM pages"))[0]
             counts["retained_generations"] = _one(connection.execute(
                 "SELECT count(*) FROM generations WHERE text IS NOT NULL"))[0]
@@ -933,13 +1065,11 @@ class Store:
         reads anyway, so a sample costs one lookup of its text."""
         with self.reading() as connection:
             rows = connection.execute("""
-                WITH latest AS (
-                    SELECT c.natural_key, c.generation, c.chunk_index, c.digest, c.length,
-                           sum(c.length) OVER (PARTITION BY c.natural_key ORDER BY c.chunk_index)
-                             - c.length AS offset
-                    FROM content_chunks c JOIN pages p
-                      ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
-                    WHERE p.host = ?
+                WITH chunks AS (SELECT * FROM {chunks}),
+                latest AS (
+                    SELECT *, sum(length) OVER (PARTITION BY natural_key ORDER BY chunk_index)
+                                - length AS offset
+                    FROM chunks
                 ),
                 host_size AS (SELECT count(*) AS pages FROM pages WHERE host = ?),
                 counted AS (
@@ -955,7 +1085,8 @@ class Store:
                 FROM counted c, host_size h
                 WHERE c.pages >= ? AND c.pages > ? * h.pages
                 ORDER BY c.pages DESC, c.digest
-            """.format(extra=', c.sample."offset", c.sample.length' if with_samples else ""),
+            """.format(extra=', c.sample."offset", c.sample.length' if with_samples else "",
+                       chunks=_HOST_CHUNKS),
                 [host, host, min_pages, share]).fetchall()
             if not with_samples:
                 return rows
@@ -991,14 +1122,14 @@ class Store:
         """Digests in the latest generations of pages on `min_hosts` or more hosts (and,
         `with_samples`, each one's sample bytes, read through the same connection)."""
         with self.reading() as connection:
-            rows = connection.execute("""
-                SELECT c.digest, count(DISTINCT p.host) AS hosts, list(DISTINCT p.host ORDER BY p.host),
-                       count(DISTINCT p.natural_key) AS pages,
+            rows = connection.execute(f"""
+                WITH c AS (SELECT * FROM {_LATEST_CHUNKS})
+                SELECT c.digest, count(DISTINCT c.host) AS hosts, list(DISTINCT c.host ORDER BY c.host),
+                       count(DISTINCT c.natural_key) AS pages,
                        min(struct_pack(natural_key := c.natural_key, generation := c.generation,
                                        chunk_index := c.chunk_index)) AS sample
-                FROM content_chunks c JOIN pages p
-                  ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
-                GROUP BY c.digest HAVING count(DISTINCT p.host) >= ?
+                FROM c
+                GROUP BY c.digest HAVING count(DISTINCT c.host) >= ?
                 ORDER BY hosts DESC, pages DESC, c.digest LIMIT ?
             """, [min_hosts, limit]).fetchall()
             if not with_samples:
@@ -1010,8 +1141,9 @@ class Store:
     def pages_with_digest(self, digest: bytes) -> list[tuple[str, int, int]]:
         """Every retained (page, generation, chunk index) that holds a digest."""
         with self.reading() as connection:
-            return connection.execute("""
-                SELECT natural_key, generation, chunk_index FROM content_chunks
+            # No index finds a digest inside a list row: one scan of them all.
+            return connection.execute(f"""
+                SELECT natural_key, generation, chunk_index FROM {_chunks_of("chunk_lists")}
                 WHERE digest = ? ORDER BY natural_key, generation, chunk_index
             """, [digest]).fetchall()
 
@@ -1026,20 +1158,17 @@ class Store:
         keys = sorted({key for key, _ in wanted})
         # Two lookups by key for all the places (indexed), not two per page.
         texts = self._texts(connection, wanted)
-        lengths: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        for key, generation, index, length in _by_keys(connection, """
-            SELECT natural_key, generation, chunk_index, length FROM content_chunks
-            WHERE natural_key IN ({keys})
-        """, keys, lambda row: (row[0], row[1]) in texts):
-            lengths.setdefault((key, generation), []).append((index, length))
+        lengths = {(key, generation): lengths for key, generation, lengths in _by_keys(connection, """
+            SELECT natural_key, generation, lengths FROM chunk_lists WHERE natural_key IN ({keys})
+        """, keys, lambda row: (row[0], row[1]) in texts)}
         result = []
         for key, generation, index in places:
-            chunks = sorted(lengths.get((key, generation), []))
+            chunks = lengths.get((key, generation), [])
             if (key, generation) not in texts or index >= len(chunks):
                 result.append(None)
                 continue
-            offset = sum(length for _, length in chunks[:index])
-            result.append(texts[key, generation][offset:offset + chunks[index][1]])
+            offset = sum(chunks[:index])
+            result.append(texts[key, generation][offset:offset + chunks[index]])
         return result
 
 
@@ -1117,12 +1246,11 @@ def _template_digests(among: str = "") -> str:
     generation; only the digests of the query `among`, if given."""
     where = f"WHERE c.digest IN ({among})" if among else ""
     return f"""
-        SELECT p.host, c.digest
-        FROM content_chunks c
-        JOIN pages p ON p.natural_key = c.natural_key
-        JOIN host_size h ON h.host = p.host
+        SELECT c.host, c.digest
+        FROM {_HOSTS_CHUNKS} c
+        JOIN host_size h ON h.host = c.host
         {where}
-        GROUP BY p.host, c.digest
+        GROUP BY c.host, c.digest
         HAVING count(DISTINCT c.natural_key) >= ? AND count(DISTINCT c.natural_key) > ? * any_value(h.pages)
     """
 
@@ -1149,7 +1277,7 @@ def _with_template_only(picked: str, order: str = "") -> str:
             SELECT x.natural_key, x.generation, x.host, cc.digest,
                    count(*) FILTER (WHERE cc.generation = x.generation) AS in_new,
                    count(*) FILTER (WHERE cc.generation = x.previous_generation) AS in_old
-            FROM picked x JOIN content_chunks cc
+            FROM picked x JOIN {_PICKED_CHUNKS} cc
               ON cc.natural_key = x.natural_key
              AND (cc.generation = x.generation OR cc.generation = x.previous_generation)
             GROUP BY ALL

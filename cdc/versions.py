@@ -12,7 +12,7 @@ the ingesting process, in a worker process, or on a cluster node. The rules:
   order, so it is skipped and reported.
 - Each new generation is chunked and compared with the one before it: with exact edits when
   the previous text is retained, by chunks alone when it is not.
-- Text and chunk rows are written only for generations within the page's retention limit.
+- Text and chunk lists are written only for generations within the page's retention limit.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class PageOutcome:
 
     natural_key: str
     generations: list[tuple] = field(default_factory=list)  # columns of `generations`
-    chunks: list[tuple] = field(default_factory=list)  # columns of `content_chunks`
+    chunks: list[tuple] = field(default_factory=list)  # columns of `chunk_lists`: a row per generation
     changes: list[tuple] = field(default_factory=list)  # columns of `changes`
     page: tuple | None = None  # the page row, when it has a new generation
     last_checked: datetime | None = None  # latest fetch of unchanged content
@@ -163,8 +163,8 @@ def _select(work: PageWork, contents: dict[int, bytes], digests: dict[int, bytes
 
 @collector_paused
 def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]:
-    """The rows each page adds (see the module docstring); pure. A row per chunk: built with
-    the cycle collector paused, as `chunk_many` builds its chunks."""
+    """The rows each page adds (see the module docstring); pure. Built with the cycle
+    collector paused, as `chunk_many` builds its chunks."""
     outcomes = []
     contents: dict[int, bytes] = {}
     digests: dict[int, bytes] = {}
@@ -230,7 +230,8 @@ def _add_generations(work: PageWork, outcome: PageOutcome, fresh: list[Pending],
         outcome.generations.append((key, generation, item.fetched_at, digests[item.sequence],
                                     len(content), len(chunks), content if retained else None))
         if retained:
-            outcome.chunks += [(key, generation, c.index, c.digest, c.length) for c in chunks]
+            outcome.chunks.append((key, generation, b"".join([c.digest for c in chunks]),
+                                   [c.length for c in chunks]))
         outcome.changes.append(change_row(key, generation, item.fetched_at, report, old_text, content))
         old_text, old_chunks = content, chunks
     first, last = fresh[0], fresh[-1]

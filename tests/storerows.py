@@ -59,3 +59,43 @@ def consistency_problems(path: Path) -> dict[str, int]:
     }
     with Store(path).reading() as connection:
         return {name: connection.execute(query).fetchone()[0] for name, query in checks.items()}
+
+
+# The chunk table of schema 1 (round 1 and the first block-aligned chunks), as it was made.
+SCHEMA_1_CHUNKS = [
+    """CREATE TABLE content_chunks (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        digest BLOB NOT NULL,
+        length INTEGER NOT NULL
+    )""",
+    "CREATE INDEX content_chunks_key ON content_chunks (natural_key)",
+    "CREATE INDEX content_chunks_digest_idx ON content_chunks (digest)",
+]
+
+
+def as_schema_1(path: Path) -> None:
+    """Rewrite a store in the layout of schema 1: a row per chunk in a `content_chunks`
+    table, as the cdc before list rows made it (the same rows, by the view)."""
+    with duckdb.connect(str(path)) as connection:
+        rows = connection.execute("SELECT * FROM content_chunks ORDER BY ALL").fetchall()
+        connection.execute("DROP VIEW content_chunks")
+        connection.execute("DROP INDEX chunk_lists_key")
+        connection.execute("DROP TABLE chunk_lists")
+        for statement in SCHEMA_1_CHUNKS:
+            connection.execute(statement)
+        if rows:
+            connection.executemany("INSERT INTO content_chunks VALUES (?, ?, ?, ?, ?)", rows)
+        connection.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        connection.execute("CHECKPOINT")
+
+
+def layout(path: Path) -> tuple[str, dict[str, str]]:
+    """The store's schema version and the type of each of its chunk objects (table, view)."""
+    with duckdb.connect(str(path), read_only=True) as connection:
+        version = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        kinds = dict(connection.execute("""
+            SELECT table_name, table_type FROM information_schema.tables
+            WHERE table_name IN ('content_chunks', 'chunk_lists')""").fetchall())
+    return version, kinds

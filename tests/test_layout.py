@@ -1,0 +1,138 @@
+"""The chunk layout: a list row per retained generation (`chunk_lists`), the seed's
+`content_chunks` a view of it, and stores of the row-per-chunk layout (schema 1) upgraded."""
+
+from __future__ import annotations
+
+import shutil
+
+import duckdb
+import pytest
+
+from cdc import spec_for
+from cdc import store as store_module
+from cdc.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.chunking import ChunkParams, chunk_content
+from cdc.cli import main
+from cdc.ingest import Ingester
+from cdc.queries import compare_generations
+from cdc.sources import SourceRecord
+from cdc.store import SCHEMA_VERSION, RetentionPolicy, Store
+from tests import crawlgen
+from tests.storerows import as_schema_1, assert_same_rows, consistency_problems, layout, store_rows
+
+LISTS = (str(SCHEMA_VERSION), {"chunk_lists": "BASE TABLE", "content_chunks": "VIEW"})  # this layout
+
+
+def _ingest(store: Store, records: list[dict], params: ChunkParams | None = None) -> None:
+    sources = (SourceRecord("crawl", n, r) for n, r in enumerate(records, start=1))
+    (Ingester(store, params) if params else Ingester(store)).run(sources)
+
+
+@pytest.fixture
+def crawl() -> tuple[list[dict], list[dict]]:
+    """Two rounds of a small crawl of 2 hosts: the second adds each page's next versions."""
+    records = crawlgen.crawl(hosts=2, pages=4, versions=5)
+    first = [r for r in records if r["fetched_at"] < crawlgen.START.replace(day=4).isoformat()]
+    return first, [r for r in records if r not in first]
+
+
+def test_content_chunks_are_the_chunks_of_every_retained_text(tmp_path, crawl):
+    store = Store(tmp_path / "cdc.duckdb")
+    _ingest(store, crawl[0] + crawl[1])
+    assert layout(store.path) == LISTS
+    with store.reading() as connection:
+        texts = connection.execute(
+            "SELECT natural_key, generation, encode(text) FROM generations WHERE text IS NOT NULL").fetchall()
+        rows = connection.execute("SELECT * FROM content_chunks ORDER BY ALL").fetchall()
+        types = connection.execute("DESCRIBE content_chunks").fetchall()
+    # The seed's columns and types, a row per chunk, as chunk_content cuts the retained texts.
+    assert [(name, kind) for name, kind, *_ in types] == [
+        ("natural_key", "VARCHAR"), ("generation", "INTEGER"), ("chunk_index", "INTEGER"),
+        ("digest", "BLOB"), ("length", "INTEGER")]
+    expected = sorted((key, generation, c.index, c.digest, c.length)
+                      for key, generation, text in texts for c in chunk_content(text))
+    assert rows == expected and len(texts) == 8 * 3
+    assert store.stats()["content_chunks"] == len(rows)
+    assert consistency_problems(store.path) == dict.fromkeys(consistency_problems(store.path), 0)
+
+
+def test_a_schema_1_store_reads_the_same_and_its_next_write_upgrades_it(tmp_path, crawl):
+    new = Store(tmp_path / "new.duckdb")
+    _ingest(new, crawl[0])
+    old = Store(shutil.copy(new.path, tmp_path / "old.duckdb"))
+    as_schema_1(old.path)
+    assert layout(old.path) == ("1", {"content_chunks": "BASE TABLE"})
+    assert store_rows(old.path) == store_rows(new.path)
+
+    # Read-only, it is read as it is, with the same answers.
+    key = new.page_keys()[0]
+    host = new.page(key).host
+    for store in (old, new):
+        assert store.stats()["content_chunks"] == new.stats()["content_chunks"]
+    assert old.history(key) == new.history(key)
+    assert old.versions(key, [1, 2, 3]) == new.versions(key, [1, 2, 3])
+    assert host_boilerplate(old, host, 0.05, 3) == host_boilerplate(new, host, 0.05, 3)
+    assert shared_across_hosts(old) == shared_across_hosts(new)
+    digest = old.version(key, 3).chunks[0][0]
+    assert old.pages_with_digest(digest) == new.pages_with_digest(digest)
+    assert old.template_digests(host) == new.template_digests(host)
+    assert old.changes() == new.changes()
+    assert layout(old.path)[0] == "1"
+
+    # The next write upgrades it, and the two stores go on the same.
+    for store in (old, new):
+        _ingest(store, crawl[1])
+    assert layout(old.path) == LISTS
+    assert_same_rows(old.path, new.path)
+    with duckdb.connect(str(old.path), read_only=True) as connection:
+        indexes = {row[0] for row in connection.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
+    assert indexes == {"pages_key", "generations_key", "chunk_lists_key", "changes_key"}
+    assert compare_generations(old, key).report == compare_generations(new, key).report
+
+
+def test_an_upgrade_stopped_midway_leaves_the_store_as_it_was(tmp_path, crawl, monkeypatch):
+    store = Store(tmp_path / "cdc.duckdb")
+    _ingest(store, crawl[0])
+    as_schema_1(store.path)
+    before = store_rows(store.path, ("meta", "pages", "generations", "content_chunks", "changes"))
+    # The upgrade fails at its last statement, everything else done: nothing of it stays.
+    failing = [*store_module.UPGRADE_TO_LISTS, "SELECT error('stop')"]
+    monkeypatch.setattr(store_module, "UPGRADE_TO_LISTS", failing)
+    with pytest.raises(duckdb.Error, match="stop"):
+        _ingest(Store(store.path), crawl[1])
+    assert layout(store.path) == ("1", {"content_chunks": "BASE TABLE"})
+    assert store_rows(store.path, ("meta", "pages", "generations", "content_chunks", "changes")) == before
+    monkeypatch.undo()
+    _ingest(Store(store.path), crawl[1])  # and then it upgrades
+    assert layout(store.path)[0] == str(SCHEMA_VERSION)
+
+
+def test_a_round_1_store_migrates_to_this_layout_and_spec(tmp_path, crawl, capsys):
+    old_params = ChunkParams(avg_size=4096, min_size=1024, max_size=16384)  # another spec
+    old = Store(tmp_path / "old.duckdb", spec=spec_for(old_params))
+    old.set_retention(RetentionPolicy(keep=2))
+    _ingest(old, crawl[0] + crawl[1], old_params)
+    as_schema_1(old.path)  # rows per chunk, chunked under another spec: as round 1 left stores
+    fresh = Store(tmp_path / "fresh.duckdb")
+    fresh.set_retention(RetentionPolicy(keep=2))
+    _ingest(fresh, crawl[0] + crawl[1])
+
+    assert main(["--db", str(old.path), "migrate"]) == 0
+    assert "re-chunked 16 retained generations of 8 pages" in capsys.readouterr().out
+    assert layout(old.path) == LISTS
+    assert store_rows(old.path, ("content_chunks",)) == store_rows(fresh.path, ("content_chunks",))
+    assert consistency_problems(old.path) == dict.fromkeys(consistency_problems(old.path), 0)
+
+
+def test_erasure_counts_and_removes_every_chunk_of_the_page(tmp_path, crawl):
+    store = Store(tmp_path / "cdc.duckdb")
+    _ingest(store, crawl[0])
+    key = store.page_keys()[0]
+    with store.reading() as connection:
+        rows = {table: connection.execute(f"SELECT count(*) FROM {table} WHERE natural_key = ?",
+                                          [key]).fetchone()[0]
+                for table in ("pages", "generations", "content_chunks", "changes")}
+    assert store.erase(key) == sum(rows.values())
+    with store.reading() as connection:
+        left = connection.execute("SELECT count(*) FROM chunk_lists WHERE natural_key = ?", [key]).fetchone()
+    assert left == (0,)
