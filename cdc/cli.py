@@ -10,6 +10,7 @@ import argparse
 import itertools
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -27,7 +28,7 @@ from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES, 
 from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, mark_revisits, parse_time
 from cdc.inputs import open_crawl_inputs, run_mode
 from cdc.launch import DEFAULT_DB, DEMO_DB
-from cdc.lifeline import Terminated, stop_on_sigterm
+from cdc.lifeline import Terminated, stop_on_sigterm, stopped_by
 from cdc.queries import compare_generations, find_page
 from cdc.sources import open_input
 from cdc.store import RetentionPolicy, Store
@@ -663,6 +664,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cdc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception:
+        if stopped_by() == signal.SIGTERM:  # the signal's exception became DuckDB's error
+            print("cdc: stopped (SIGTERM)", file=sys.stderr)
+            return EXIT_TERMINATED
+        if stopped_by() == signal.SIGINT:
+            print("cdc: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise
 
 
 if __name__ == "__main__":

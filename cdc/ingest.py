@@ -320,8 +320,17 @@ class Ingester:
         if self._pool is None:
             return
         if abandon:  # Python 3.11's pool has no public way to stop a worker mid-task
-            for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+            processes = list((getattr(self._pool, "_processes", None) or {}).values())
+            for process in processes:
                 process.terminate()
+            for process in processes:
+                process.join(timeout=5)
+            # A worker stopped while writing its result leaves half a message in the pipe, and
+            # the pool's manager thread would wait for the rest for good (shutdown joins it):
+            # closing our own write end, the last one, turns that wait into an end of file.
+            result_queue = getattr(self._pool, "_result_queue", None)
+            if result_queue is not None:
+                result_queue._writer.close()
         self._pool.shutdown(cancel_futures=True)
         self._pool = None
 

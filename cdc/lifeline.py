@@ -78,11 +78,31 @@ def process_exists(pid: int) -> bool:
     return True
 
 
+_stopped_by: list[int] = []  # the signals that stopped this command, first first
+
+
 def _terminate(signum, frame) -> None:
+    _stopped_by.append(signum)
     raise Terminated()
 
 
+def _interrupt(signum, frame) -> None:
+    _stopped_by.append(signum)
+    raise KeyboardInterrupt
+
+
 def stop_on_sigterm() -> None:
-    """In the main thread of a command: SIGTERM raises `Terminated` instead of killing."""
+    """In the main thread of a command: SIGTERM raises `Terminated` instead of killing, and
+    both it and Ctrl-C are remembered (`stopped_by`)."""
+    _stopped_by.clear()  # a command run in-process after another (tests) starts afresh
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _interrupt)
+
+
+def stopped_by() -> int | None:
+    """The signal that stopped this command, if one did. DuckDB, interrupted in a query,
+    raises its own error ("Query interrupted", a transaction left aborted) instead of the
+    signal's exception, so an error after the signal is still a stop, not a failure."""
+    return _stopped_by[0] if _stopped_by else None
