@@ -53,6 +53,14 @@ def chunks_from_lengths(digests: Sequence[bytes], lengths: Sequence[int]) -> lis
             for i, (offset, length, digest) in enumerate(zip(offsets, lengths, digests))]
 
 
+def stored_columns(chunks: Sequence[Chunk]) -> tuple[bytes, list[int]]:
+    """A page's chunks as the store keeps them: the digests end to end, and the lengths.
+    From a `Chunks`, read off its columns, not through a tuple per chunk."""
+    if isinstance(chunks, Chunks):
+        return chunks.digests.tobytes(), chunks.lengths.tolist()
+    return b"".join([chunk.digest for chunk in chunks]), [chunk.length for chunk in chunks]
+
+
 class Chunks(Sequence[Chunk]):
     """The chunks of one document, in order: an immutable sequence of `Chunk`.
 

@@ -134,8 +134,8 @@ def _observe(waiting: list[tuple], columns: list[list], params: ChunkParams) -> 
             waiting, contents, chunk_many(contents, params, threads=1)):
         row = (key, host_of(key), pending.url, retention_class, pending.fetched_at, pending.sequence,
                pending.source, pending.line, pending.size, content_digest(content), content,
-               [chunk.offset for chunk in chunks], [chunk.length for chunk in chunks],
-               [chunk.digest for chunk in chunks])
+               chunks.offsets.tolist(), chunks.lengths.tolist(),
+               [digest.tobytes() for digest in chunks.digests])  # the columns, no Chunk tuples
         for column, value in zip(columns, row):
             column.append(value)
 

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from cdc.chunking import Chunk, ChunkParams, chunk_many, chunks_from_lengths
+from cdc.chunks import stored_columns
 from cdc.collector import collector_paused
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
@@ -230,8 +231,7 @@ def _add_generations(work: PageWork, outcome: PageOutcome, fresh: list[Pending],
         outcome.generations.append((key, generation, item.fetched_at, digests[item.sequence],
                                     len(content), len(chunks), content if retained else None))
         if retained:
-            outcome.chunks.append((key, generation, b"".join([c.digest for c in chunks]),
-                                   [c.length for c in chunks]))
+            outcome.chunks.append((key, generation, *stored_columns(chunks)))
         outcome.changes.append(change_row(key, generation, item.fetched_at, report, old_text, content))
         old_text, old_chunks = content, chunks
     first, last = fresh[0], fresh[-1]
