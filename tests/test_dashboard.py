@@ -255,7 +255,7 @@ def test_a_store_that_cannot_be_opened_is_a_message_not_a_traceback(tmp_path, mo
 
 
 def test_the_library_never_imports_streamlit():
-    for path in (ROOT / "cdc").glob("*.py"):
+    for path in (ROOT / "cdc").rglob("*.py"):
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (

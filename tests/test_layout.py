@@ -9,14 +9,13 @@ import duckdb
 import pytest
 
 from cdc import spec_for
-from cdc import store as store_module
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.chunking import ChunkParams, chunk_content
 from cdc.cli import main
 from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
-from cdc.store import SCHEMA_VERSION, RetentionPolicy, Store
+from cdc.store import SCHEMA_VERSION, RetentionPolicy, Store, schema
 from tests import crawlgen
 from tests.storerows import as_schema_1, assert_same_rows, consistency_problems, layout, store_rows
 
@@ -96,8 +95,8 @@ def test_an_upgrade_stopped_midway_leaves_the_store_as_it_was(tmp_path, crawl, m
     as_schema_1(store.path)
     before = store_rows(store.path, ("meta", "pages", "generations", "content_chunks", "changes"))
     # The upgrade fails at its last statement, everything else done: nothing of it stays.
-    failing = [*store_module.UPGRADE_TO_LISTS, "SELECT error('stop')"]
-    monkeypatch.setattr(store_module, "UPGRADE_TO_LISTS", failing)
+    failing = [*schema.UPGRADE_TO_LISTS, "SELECT error('stop')"]
+    monkeypatch.setattr(schema, "UPGRADE_TO_LISTS", failing)
     with pytest.raises(duckdb.Error, match="stop"):
         _ingest(Store(store.path), crawl[1])
     assert layout(store.path) == ("1", {"content_chunks": "BASE TABLE"})

@@ -11,12 +11,11 @@ import pytest
 import xxhash
 
 from cdc import SPEC
-from cdc import store as store_module
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.ingest import Ingester
 from cdc.queries import PageNotFoundError, compare_generations, find_page
 from cdc.sources import iter_jsonl, iter_records
-from cdc.store import RetentionPolicy, SpecMismatchError, Store, StoreNotFoundError
+from cdc.store import RetentionPolicy, SpecMismatchError, Store, StoreNotFoundError, lookups, writer
 from tests import crawlgen, textgen
 
 
@@ -162,10 +161,10 @@ def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
     records.append(crawlgen.record("https://a.example/once", 0, "a page seen once"))
     ingest(store, records)
     keys = [*store.page_keys(), "https://never.example/seen"]
-    monkeypatch.setattr(store_module, "KEYS_PER_LOOKUP", 3)  # several lookups, a short last one
+    monkeypatch.setattr(lookups, "KEYS_PER_LOOKUP", 3)  # several lookups, a short last one
     read = {}
     for lookup_keys in (len(keys), 0):
-        monkeypatch.setattr(store_module, "INDEXED_LOOKUP_KEYS", lookup_keys)
+        monkeypatch.setattr(writer, "INDEXED_LOOKUP_KEYS", lookup_keys)
         with store.writing() as connection:
             read[lookup_keys] = store.page_states(connection, keys), store.known_versions(connection, keys)
     (states, known), scanned = read[len(keys)], read[0]

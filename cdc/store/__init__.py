@@ -1,0 +1,74 @@
+"""The chunk store: one DuckDB file, and every SQL string of the project.
+
+`Store` is assembled from one mixin a job, each in its module with the SQL it runs:
+
+- `connection`: opening the file for a read or a write batch, waiting on another process's
+  lock, cdc's own write lock, and the rewrites of the whole file (`compact`, `erase`);
+- `schema`: the tables, the `content_chunks` view, the indexes, the schema version and the
+  connection settings; the check of a file's meta rows and the upgrade of schema 1 to 2;
+- `writer`: the ingest write path: page states, a batch in one transaction, retention and
+  its trim, validators, the extraction mode, and the re-chunking of `cdc migrate`;
+- `reads`: what the views and the CLI read, and the dataclasses they get back;
+- `layout` and `lookups`: the `chunk_lists` row (digests end to end, lengths) cut into
+  chunks, and the bounded lookups by key that the writer and the reads share.
+
+Values are always bound parameters; table contents arrive in bulk as Arrow tables.
+
+The tunable bounds live where they are read, and are set there (a test's monkeypatch too):
+`cdc.store.lookups.KEYS_PER_LOOKUP`, `cdc.store.writer.INDEXED_LOOKUP_KEYS`,
+`cdc.store.connection.RETRY_CEILING`, `cdc.store.schema.UPGRADE_TO_LISTS`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
+from cdc.store.connection import LOCK_TIMEOUT, Connections
+from cdc.store.reads import (
+    BOILERPLATE_MIN_PAGES,
+    BOILERPLATE_SHARE,
+    ChangeRow,
+    GenerationInfo,
+    PageInfo,
+    Reads,
+    Version,
+)
+from cdc.store.schema import INDEXES, SCHEMA, SCHEMA_VERSION, TABLES, Schema
+from cdc.store.writer import DEFAULT_KEEP, PageState, RetentionPolicy, WriteBatch, Writer
+
+
+class Store(Connections, Schema, Writer, Reads):
+    """A chunk store file. Cheap to make: it opens the file only for each call."""
+
+    def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
+                 lock_timeout: float = LOCK_TIMEOUT):
+        self.path = Path(path)
+        self.spec = spec
+        self.lock_timeout = lock_timeout
+        self._lock_depth = 0
+        self._schema_checked: tuple[int, int] | None = None  # the file whose schema is known good
+
+
+__all__ = [
+    "BOILERPLATE_MIN_PAGES",
+    "BOILERPLATE_SHARE",
+    "DEFAULT_KEEP",
+    "INDEXES",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "ChangeRow",
+    "GenerationInfo",
+    "PageInfo",
+    "PageState",
+    "RetentionPolicy",
+    "SpecMismatchError",
+    "Store",
+    "StoreBusyError",
+    "StoreError",
+    "StoreNotFoundError",
+    "Version",
+    "WriteBatch",
+]

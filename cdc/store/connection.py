@@ -1,0 +1,180 @@
+"""Opening the store file: read-only and write connections, the wait on another process's
+lock, cdc's own write lock, and the file-level rewrites (`compact`, `erase`).
+
+**Readers and writers.** DuckDB lets one process at a time open a file for writing, and
+none may hold it open meanwhile, not even to read. So no connection lives long: a writer
+opens the file for one batch (one transaction) and closes it; a reader opens it read-only
+for one query and closes it. Each waits, with backoff, while another process holds a
+conflicting lock. The dashboard therefore sees every batch a running ingest commits, and
+the ingest never fails because someone is looking.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
+from cdc.store.lookups import _one
+from cdc.store.schema import (
+    CONNECTION_CONFIG,
+    LISTS_OF_CHUNK_ROWS,
+    SCHEMA_VERSION,
+    STORED_TABLES,
+    WRITER_CONFIG,
+)
+from cdc.writelock import holding
+
+LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
+RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
+
+
+def _is_lock_conflict(exc: duckdb.Error) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _database_name(connection: duckdb.DuckDBPyConnection) -> str:
+    (name,) = _one(connection.execute("SELECT current_database()"))
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Connections:
+    """The store's file, mixed into `Store`: every connection is opened here, for one
+    batch or one read, and closed; and the rewrites that swap in a new file."""
+
+    path: Path
+    lock_timeout: float
+    _lock_depth: int
+    _schema_checked: tuple[int, int] | None
+
+    @contextmanager
+    def _connect(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not write and not self.path.exists():
+            raise StoreNotFoundError(f"no store at {self.path}; build one with `cdc ingest FILE`")
+        if write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
+            try:
+                connection = duckdb.connect(str(self.path), read_only=not write,
+                                            config=WRITER_CONFIG if write else CONNECTION_CONFIG)
+                break
+            except duckdb.IOException as exc:
+                if not _is_lock_conflict(exc):
+                    raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(
+                        f"the store {self.path} is locked by another process that is writing to "
+                        f"it; wait for it to finish and try again ({exc})") from exc
+                time.sleep(delay * (1 + random.random()))
+                # A writer releases its lock between batches for only milliseconds: a reader
+                # that backed off for long would keep missing those gaps.
+                delay = min(delay * 2, RETRY_CEILING)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """cdc's own lock for writers, held across a whole batch or a file swap.
+
+        DuckDB's lock lasts as long as a connection; this one lets a writer read page
+        states, compute, then write without another writer slipping in between, and lets
+        a compaction close the database and swap files while no writer can open it.
+        Readers do not take it. Re-entrant within one Store object.
+        """
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        with holding(self.path.with_name(self.path.name + ".lock"), self.path, self.lock_timeout):
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
+
+    @contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection for a few queries; released at the end of the block."""
+        with self._connect(write=False) as connection:
+            if self._check_meta(connection) < SCHEMA_VERSION:
+                # Read-only, an older layout cannot be upgraded (the next write does it):
+                # its chunk rows are read as lists, a little slower.
+                connection.execute(LISTS_OF_CHUNK_ROWS)
+            yield connection
+
+    def create(self) -> None:
+        """Make the store if it is missing, as the first write would: a writer that waits
+        for its first rows can take that cost off its first write."""
+        with self.write_lock():
+            if not self.path.exists():
+                self._create()
+
+    @contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A write connection with the schema in place, inside one transaction."""
+        with self.write_lock():
+            self.create()
+            with self._connect(write=True) as connection:
+                # Checked once per file: a store replaced since (a compaction, another
+                # process's new store) is a new inode, and is checked again.
+                identity = (stat := os.stat(self.path)).st_dev, stat.st_ino
+                if identity != self._schema_checked:
+                    self._ensure_schema(connection)
+                    self._schema_checked = identity
+                connection.execute("BEGIN TRANSACTION")
+                try:
+                    yield connection
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+
+    def erase(self, natural_key: str) -> int:
+        """Remove a page from every table, then rewrite the file so its text is gone.
+
+        DuckDB leaves deleted rows' bytes in freed blocks, so a delete and a checkpoint are
+        not enough: the live data is copied to a fresh file that replaces the old one.
+        Returns the number of rows removed (chunks counted as `content_chunks` rows).
+        """
+        removed = 0
+        with self.writing() as connection:
+            for table in STORED_TABLES:
+                rows = "sum(len(lengths))" if table == "chunk_lists" else "count(*)"  # as the view counts
+                (count,) = _one(connection.execute(
+                    f"SELECT coalesce({rows}, 0) FROM {table} WHERE natural_key = ?", [natural_key]))
+                connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
+                removed += count
+        self.compact()
+        return removed
+
+    def compact(self) -> None:
+        """Rewrite the store into a new file holding only live rows, and swap it in."""
+        if not self.path.exists():  # a write connection would make an empty file to compact
+            raise StoreNotFoundError(f"no store at {self.path}; build one with `cdc ingest FILE`")
+        fresh = self.path.with_name(self.path.name + ".compact")
+        with self.write_lock():
+            for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+            with self._connect(write=True) as connection:
+                connection.execute("CHECKPOINT")
+                connection.execute("ATTACH ? AS fresh", [str(fresh)])
+                connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
+                connection.execute("DETACH fresh")
+            # Closed and checkpointed, so no WAL belongs to the old file; no writer can open
+            # it while we hold the write lock, and readers that have it open keep reading it.
+            os.replace(fresh, self.path)

@@ -1,0 +1,46 @@
+"""A `chunk_lists` row: a retained generation's chunks in order, as their 16-byte digests
+end to end in one BLOB (`digests`) and a list of their lengths; and the two ways the store
+cuts such rows into a row per chunk, in SQL (`_chunks_of`) and in Arrow (`content_chunk_rows`).
+Why a list row and not a row per chunk: `cdc.store.schema`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DIGEST_BYTES = 16
+
+
+def _chunks_of(lists: str) -> str:
+    """A row per chunk of the `chunk_lists` rows of `lists` (a table, or a subquery with its
+    alias): their other columns, `chunk_index`, `digest` and `length`."""
+    return f"""(SELECT * EXCLUDE (digests, lengths),
+               digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest,
+               lengths[chunk_index + 1] AS length
+        FROM (SELECT *, unnest(range(len(lengths)))::INTEGER AS chunk_index FROM {lists}))"""
+
+
+def content_chunk_rows(lists: pa.Table) -> pa.Table:
+    """`chunk_lists` rows as `content_chunks` rows, a row per chunk, in list order."""
+    lengths = lists.column("lengths").combine_chunks()
+    parents = pc.list_parent_indices(lengths)
+    starts = pc.take(lengths.offsets, parents)
+    index = pc.subtract(pa.array(np.arange(len(parents), dtype=np.int32)), pc.cast(starts, pa.int32()))
+    # The digests end to end, cut into 16-byte values (a BLOB a chunk, as the view shows).
+    joined = b"".join(lists.column("digests").to_pylist())
+    digests = pa.FixedSizeBinaryArray.from_buffers(pa.binary(DIGEST_BYTES), len(parents),
+                                                   [None, pa.py_buffer(joined)]).cast(pa.binary())
+    return pa.table({
+        "natural_key": pc.take(lists.column("natural_key"), parents),
+        "generation": pc.take(lists.column("generation"), parents),
+        "chunk_index": index,
+        "digest": digests,
+        "length": lengths.flatten(),
+    })
+
+
+def digest_list(digests: bytes) -> list[bytes]:
+    """The digests of a `chunk_lists` row, one per chunk."""
+    return [digests[at:at + DIGEST_BYTES] for at in range(0, len(digests), DIGEST_BYTES)]

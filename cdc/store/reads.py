@@ -1,0 +1,486 @@
+"""The reads the views and the CLI use: pages, generations, versions, change rows and
+their template-only flag, overview and trend counts, boilerplate digests and chunk texts;
+and the dataclasses they return. Each call opens a read-only connection (`Store.reading()`)
+or reads through the one it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from cdc.store.layout import _chunks_of, digest_list
+from cdc.store.lookups import _by_keys, _one
+from cdc.store.schema import TABLES
+
+# The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
+# latest generations), and on at least this many of them (`cdc.boilerplate`).
+BOILERPLATE_SHARE = 0.05
+BOILERPLATE_MIN_PAGES = 3
+
+
+# The chunks the boilerplate queries count, the lists joined with their pages first:
+# of one host's latest generations (binds the host);
+_HOST_CHUNKS = _chunks_of("""(
+    SELECT c.natural_key, c.generation, c.digests, c.lengths
+    FROM chunk_lists c JOIN pages p
+      ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+    WHERE p.host = ?)""")
+# of every page's latest generation, with its host;
+_LATEST_CHUNKS = _chunks_of("""(
+    SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
+    FROM chunk_lists l JOIN pages p
+      ON p.natural_key = l.natural_key AND l.generation = p.latest_generation)""")
+# of every retained generation of the hosts in a query's `host_size` (host, pages);
+_HOSTS_CHUNKS = _chunks_of("""(
+    SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
+    FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
+    WHERE p.host IN (SELECT host FROM host_size))""")
+# of the pages of a query's `picked` change rows.
+_PICKED_CHUNKS = _chunks_of("""(
+    SELECT l.* FROM chunk_lists l SEMI JOIN (SELECT natural_key FROM picked) k USING (natural_key))""")
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    natural_key: str
+    url: str
+    host: str
+    retention_class: str | None
+    latest_generation: int
+    first_seen: datetime
+    last_fetched: datetime
+    last_checked: datetime
+
+
+_PAGE_COLUMNS = ("natural_key, url, host, retention_class, latest_generation, first_seen, "
+                 "last_fetched, last_checked")
+
+
+@dataclass(frozen=True)
+class GenerationInfo:
+    generation: int
+    fetched_at: datetime
+    length: int
+    chunk_count: int
+    retained: bool
+    verdict: str | None
+    similarity: float | None
+    unchanged_ratio: float | None
+    retained_ratio: float | None
+    bytes_added: int | None
+    bytes_removed: int | None
+    excerpt: str | None
+
+
+@dataclass(frozen=True)
+class Version:
+    natural_key: str
+    generation: int
+    text: bytes
+    chunks: list[tuple[bytes, int]]  # digest, length, in order
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One row of `changes` with its page's URL and host: a change summary."""
+
+    natural_key: str
+    host: str
+    generation: int
+    previous_generation: int | None
+    fetched_at: datetime
+    verdict: str
+    similarity: float | None
+    unchanged_ratio: float | None
+    retained_ratio: float | None
+    bytes_added: int
+    bytes_removed: int
+    regions: int
+    excerpt: str | None
+    # Every changed chunk is the host's boilerplate (a template change), at query time
+    # against the boilerplate as it is then; None for a first sighting, or where either
+    # generation's chunk rows are no longer retained.
+    template_only: bool | None = None
+
+
+_CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
+                   "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
+                   "c.bytes_removed, c.regions, c.excerpt")
+
+
+def _template_digests(among: str = "") -> str:
+    """A host's template: digests on at least `?` (minimum pages) and more than `?` (share)
+    of the pages of the hosts in `host_size` (host, pages), counted over every retained
+    generation; only the digests of the query `among`, if given."""
+    where = f"WHERE c.digest IN ({among})" if among else ""
+    return f"""
+        SELECT c.host, c.digest
+        FROM {_HOSTS_CHUNKS} c
+        JOIN host_size h ON h.host = c.host
+        {where}
+        GROUP BY c.host, c.digest
+        HAVING count(DISTINCT c.natural_key) >= ? AND count(DISTINCT c.natural_key) > ? * any_value(h.pages)
+    """
+
+
+def _with_template_only(picked: str, order: str = "") -> str:
+    """`picked` (a query of `_CHANGE_COLUMNS`) with a last column, `template_only`.
+
+    A change is template-only when every chunk digest whose count differs between the two
+    generations (added, removed, or one copy of a repeated chunk more or fewer) is part of
+    the host's template: on at least `?` pages and more than `?` of the host's pages (the
+    rule of `host_boilerplate`), counted over every retained generation rather than the
+    latest alone, so that the navigation a site-wide change replaced still counts as
+    template on the old side. Only the picked rows' chunks are read, and only the digests
+    that changed in them are counted over their hosts' pages. Binds, after `picked`'s own
+    values: the minimum pages, then the share.
+    """
+    return f"""
+        WITH picked AS ({picked}),
+        host_size AS (
+            SELECT host, count(*) AS pages FROM pages
+            WHERE host IN (SELECT DISTINCT host FROM picked) GROUP BY host
+        ),
+        counted AS (
+            SELECT x.natural_key, x.generation, x.host, cc.digest,
+                   count(*) FILTER (WHERE cc.generation = x.generation) AS in_new,
+                   count(*) FILTER (WHERE cc.generation = x.previous_generation) AS in_old
+            FROM picked x JOIN {_PICKED_CHUNKS} cc
+              ON cc.natural_key = x.natural_key
+             AND (cc.generation = x.generation OR cc.generation = x.previous_generation)
+            GROUP BY ALL
+        ),
+        template AS ({_template_digests("SELECT digest FROM counted WHERE in_new <> in_old")}),
+        flags AS (
+            SELECT k.natural_key, k.generation,
+                   CASE WHEN sum(k.in_new) = 0 OR sum(k.in_old) = 0 THEN NULL
+                        ELSE bool_or(k.in_new <> k.in_old)
+                             AND bool_and(k.in_new = k.in_old OR b.digest IS NOT NULL) END AS template_only
+            FROM counted k LEFT JOIN template b ON b.host = k.host AND b.digest = k.digest
+            GROUP BY ALL
+        )
+        SELECT picked.*, flags.template_only
+        FROM picked LEFT JOIN flags USING (natural_key, generation) {order}
+    """
+
+
+def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
+              wanted: set[int]) -> dict[int, Version]:
+    """The retained generations among `wanted` of one page (lookups by key alone: indexed)."""
+    texts = {generation: text for generation, text in connection.execute(
+        "SELECT generation, text FROM generations WHERE natural_key = ?", [natural_key]).fetchall()
+        if generation in wanted and text is not None}
+    chunks: dict[int, list[tuple[bytes, int]]] = {g: [] for g in texts}
+    for generation, digests, lengths in connection.execute(
+            "SELECT generation, digests, lengths FROM chunk_lists WHERE natural_key = ?",
+            [natural_key]).fetchall():
+        if generation in chunks:
+            chunks[generation] = list(zip(digest_list(digests), lengths))
+    return {generation: Version(natural_key, generation, text.encode("utf-8"), chunks[generation])
+            for generation, text in texts.items()}
+
+
+class Reads:
+    """The reads, mixed into `Store`: each opens its own read-only connection, or reads
+    through the one given, and returns dataclasses or rows."""
+
+    path: Path
+
+    def stats(self) -> dict[str, int]:
+        with self.reading() as connection:
+            counts = {table: _one(connection.execute(f"SELECT count(*) FROM {table}"))[0]
+                      for table in TABLES if table != "content_chunks"}
+            counts["content_chunks"] = _one(connection.execute(
+                "SELECT coalesce(sum(len(lengths)), 0)::BIGINT FROM chunk_lists"))[0]
+            counts["hosts"] = _one(connection.execute("SELECT count(DISTINCT host) FROM pages"))[0]
+            counts["retained_generations"] = _one(connection.execute(
+                "SELECT count(*) FROM generations WHERE text IS NOT NULL"))[0]
+        counts["file_bytes"] = self.path.stat().st_size
+        return counts
+
+    def page(self, natural_key: str) -> PageInfo | None:
+        with self.reading() as connection:
+            row = _one(connection.execute(f"SELECT {_PAGE_COLUMNS} FROM pages WHERE natural_key = ?",
+                                          [natural_key]))
+        return PageInfo(*row) if row else None
+
+    def find_pages(self, fragment: str, limit: int = 20) -> list[str]:
+        """Natural keys that contain `fragment`, for "did you mean" and type-ahead."""
+        with self.reading() as connection:
+            rows = connection.execute(
+                "SELECT natural_key FROM pages WHERE contains(natural_key, ?) ORDER BY natural_key LIMIT ?",
+                [fragment, limit]).fetchall()
+        return [row[0] for row in rows]
+
+    def generations(self, natural_key: str) -> list[GenerationInfo]:
+        """Every generation of a page, oldest first, with the change that made it."""
+        with self.reading() as connection:
+            rows = connection.execute("""
+                SELECT generation, fetched_at, length, chunk_count, text IS NOT NULL
+                FROM generations WHERE natural_key = ?
+            """, [natural_key]).fetchall()
+            changes = {row[0]: row[1:] for row in connection.execute("""
+                SELECT generation, verdict, similarity, unchanged_ratio, retained_ratio,
+                       bytes_added, bytes_removed, excerpt
+                FROM changes WHERE natural_key = ?
+            """, [natural_key]).fetchall()}
+        blank = (None,) * 7
+        return [GenerationInfo(*row, *changes.get(row[0], blank)) for row in sorted(rows)]
+
+    def version(self, natural_key: str, generation: int) -> Version | None:
+        """A retained generation's text and chunks; None when it is not retained."""
+        return self.versions(natural_key, [generation]).get(generation)
+
+    def versions(self, natural_key: str, generations: Sequence[int],
+                 connection: duckdb.DuckDBPyConnection | None = None) -> dict[int, Version]:
+        """Retained generations of one page, by number, read through one connection (the
+        given one: a caller reading many pages opens one, not one per page)."""
+        if connection is None:
+            with self.reading() as connection:
+                return _versions(connection, natural_key, set(generations))
+        return _versions(connection, natural_key, set(generations))
+
+    def history(self, natural_key: str) -> list[ChangeRow]:
+        """The page's change rows, oldest first, each marked template-only or not."""
+        with self.reading() as connection:
+            rows = connection.execute(_with_template_only(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.natural_key = ?
+            """, "ORDER BY generation"), [natural_key, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
+        return [ChangeRow(*row) for row in rows]
+
+    @staticmethod
+    def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
+                        verdicts: Sequence[str], min_change: float) -> tuple[str, list]:
+        """A WHERE clause of this module's fixed conditions, and the values to bind."""
+        conditions, values = [], []
+        if host:
+            conditions.append("p.host = ?")
+            values.append(host)
+        if since:
+            conditions.append("c.fetched_at >= ?")
+            values.append(since)
+        if until:
+            conditions.append("c.fetched_at < ?")
+            values.append(until)
+        if verdicts:
+            conditions.append("list_contains(?, c.verdict)")
+            values.append(list(verdicts))
+        if min_change > 0:
+            conditions.append("(1 - coalesce(least(c.unchanged_ratio, c.retained_ratio), 0)) >= ?")
+            values.append(min_change)
+        return ("WHERE " + " AND ".join(conditions)) if conditions else "", values
+
+    def changes(self, *, host: str | None = None, since: datetime | None = None,
+                until: datetime | None = None, verdicts: Sequence[str] = (),
+                min_change: float = 0.0, limit: int | None = None) -> list[ChangeRow]:
+        """Change summaries, newest first, filtered; what the CSV export writes."""
+        where, values = self._change_filters(host, since, until, verdicts, min_change)
+        tail = "LIMIT ?" if limit is not None else ""
+        if limit is not None:
+            values.append(limit)
+        with self.reading() as connection:
+            rows = connection.execute(_with_template_only(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                {where} ORDER BY c.fetched_at DESC, c.natural_key, c.generation DESC {tail}
+            """, "ORDER BY fetched_at DESC, natural_key, generation DESC"),
+                [*values, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
+        return [ChangeRow(*row) for row in rows]
+
+    def count_changes(self, *, host: str | None = None, since: datetime | None = None,
+                      until: datetime | None = None, verdicts: Sequence[str] = (),
+                      min_change: float = 0.0) -> int:
+        where, values = self._change_filters(host, since, until, verdicts, min_change)
+        with self.reading() as connection:
+            return _one(connection.execute(
+                f"SELECT count(*) FROM changes c JOIN pages p USING (natural_key) {where}", values))[0]
+
+    def host_pages(self, host: str) -> list[tuple]:
+        """A host's pages with their latest change: url, generation, fetched_at, verdict, similarity."""
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT p.natural_key, p.latest_generation, p.last_fetched, c.verdict,
+                       c.unchanged_ratio, c.bytes_added, c.bytes_removed
+                FROM pages p LEFT JOIN changes c
+                  ON c.natural_key = p.natural_key AND c.generation = p.latest_generation
+                WHERE p.host = ? ORDER BY p.natural_key
+            """, [host]).fetchall()
+
+    def hosts(self) -> list[tuple[str, int]]:
+        with self.reading() as connection:
+            return connection.execute(
+                "SELECT host, count(*) FROM pages GROUP BY host ORDER BY host").fetchall()
+
+    # --- overview and trends ------------------------------------------------------------------
+
+    def verdict_counts(self) -> dict[str, int]:
+        with self.reading() as connection:
+            return dict(connection.execute(
+                "SELECT verdict, count(*) FROM changes GROUP BY verdict ORDER BY verdict").fetchall())
+
+    def biggest_changes(self, limit: int = 20) -> list[ChangeRow]:
+        """The largest changes (by share changed, then bytes) among each page's latest ones."""
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.verdict NOT IN ('new', 'unchanged') AND c.generation = p.latest_generation
+                ORDER BY 1 - least(c.unchanged_ratio, c.retained_ratio) DESC,
+                         c.bytes_added + c.bytes_removed DESC, c.natural_key
+                LIMIT ?
+            """, [limit]).fetchall()
+        return [ChangeRow(*row) for row in rows]
+
+    def host_activity(self, bucket: str = "day") -> list[tuple[str, datetime, int, int]]:
+        """Per host and time bucket ("day" or "week"): bytes changed and changes (first
+        generations left out: a new page is not a change)."""
+        if bucket not in ("day", "week"):
+            raise ValueError(f"bucket is day or week, got {bucket!r}")
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT p.host, date_trunc(?, c.fetched_at) AS bucket,
+                       sum(c.bytes_added + c.bytes_removed)::BIGINT, count(*)
+                FROM changes c JOIN pages p USING (natural_key)
+                WHERE c.verdict <> 'new'
+                GROUP BY ALL ORDER BY p.host, bucket
+            """, [bucket]).fetchall()
+
+    def host_changes(self, host: str) -> list[tuple[datetime, float, str]]:
+        """Every change on a host's pages: fetch time, share changed, verdict."""
+        with self.reading() as connection:
+            return connection.execute("""
+                SELECT c.fetched_at, 1 - least(c.unchanged_ratio, c.retained_ratio), c.verdict
+                FROM changes c JOIN pages p USING (natural_key)
+                WHERE p.host = ? AND c.verdict <> 'new' ORDER BY c.fetched_at
+            """, [host]).fetchall()
+
+    def page_keys(self, host: str | None = None) -> list[str]:
+        """Natural keys of every page, or of one host's, in order: for pickers."""
+        with self.reading() as connection:
+            if host is None:
+                rows = connection.execute("SELECT natural_key FROM pages ORDER BY natural_key").fetchall()
+            else:
+                rows = connection.execute(
+                    "SELECT natural_key FROM pages WHERE host = ? ORDER BY natural_key", [host]).fetchall()
+        return [row[0] for row in rows]
+
+    # --- boilerplate ------------------------------------------------------------------------
+
+    def host_boilerplate(self, host: str, share: float, min_pages: int,
+                         with_samples: bool = False) -> list[tuple]:
+        """Digests on more than `share` of a host's pages (latest generations), at least
+        `min_pages` of them: digest, pages, share, and one place to cut a sample from (and,
+        `with_samples`, the sample's bytes, read through the same connection). The place
+        carries the chunk's offset, summed here from the host's chunk rows that the count
+        reads anyway, so a sample costs one lookup of its text."""
+        with self.reading() as connection:
+            rows = connection.execute("""
+                WITH chunks AS (SELECT * FROM {chunks}),
+                latest AS (
+                    SELECT *, sum(length) OVER (PARTITION BY natural_key ORDER BY chunk_index)
+                                - length AS offset
+                    FROM chunks
+                ),
+                host_size AS (SELECT count(*) AS pages FROM pages WHERE host = ?),
+                counted AS (
+                    SELECT digest, count(DISTINCT natural_key) AS pages,
+                           min(struct_pack(natural_key := natural_key, generation := generation,
+                                           chunk_index := chunk_index, "offset" := "offset",
+                                           length := length)) AS sample
+                    FROM latest GROUP BY digest
+                )
+                SELECT c.digest, c.pages, c.pages / h.pages AS share,
+                       c.sample.natural_key, c.sample.generation, c.sample.chunk_index
+                       {extra}
+                FROM counted c, host_size h
+                WHERE c.pages >= ? AND c.pages > ? * h.pages
+                ORDER BY c.pages DESC, c.digest
+            """.format(extra=', c.sample."offset", c.sample.length' if with_samples else "",
+                       chunks=_HOST_CHUNKS),
+                [host, host, min_pages, share]).fetchall()
+            if not with_samples:
+                return rows
+            texts = self._texts(connection, {(row[3], row[4]) for row in rows})
+        return [(*row[:6], None if (text := texts.get((row[3], row[4]))) is None
+                 else text[row[6]:row[6] + row[7]]) for row in rows]
+
+    def _texts(self, connection: duckdb.DuckDBPyConnection,
+               wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
+        """The UTF-8 texts of retained generations, by (natural_key, generation)."""
+        keys = sorted({key for key, _ in wanted})
+        return {(key, generation): text for key, generation, text in _by_keys(connection, """
+            SELECT natural_key, generation, encode(text) FROM generations WHERE natural_key IN ({keys})
+        """, keys, lambda row: (row[0], row[1]) in wanted and row[2] is not None)}
+
+    def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
+        return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
+
+    def template_digests(self, host: str, share: float = BOILERPLATE_SHARE,
+                         min_pages: int = BOILERPLATE_MIN_PAGES) -> set[bytes]:
+        """The host's template: its boilerplate rule counted over every retained generation,
+        not only the latest, so a comparison across a site-wide change leaves out both the
+        template it replaced and the new one (what template-only changes are judged by)."""
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                WITH host_size AS (SELECT host, count(*) AS pages FROM pages WHERE host = ? GROUP BY host)
+                {_template_digests()}
+            """, [host, min_pages, share]).fetchall()
+        return {row[1] for row in rows}
+
+    def shared_across_hosts(self, min_hosts: int = 2, limit: int = 1000,
+                            with_samples: bool = False) -> list[tuple]:
+        """Digests in the latest generations of pages on `min_hosts` or more hosts (and,
+        `with_samples`, each one's sample bytes, read through the same connection)."""
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                WITH c AS (SELECT * FROM {_LATEST_CHUNKS})
+                SELECT c.digest, count(DISTINCT c.host) AS hosts, list(DISTINCT c.host ORDER BY c.host),
+                       count(DISTINCT c.natural_key) AS pages,
+                       min(struct_pack(natural_key := c.natural_key, generation := c.generation,
+                                       chunk_index := c.chunk_index)) AS sample
+                FROM c
+                GROUP BY c.digest HAVING count(DISTINCT c.host) >= ?
+                ORDER BY hosts DESC, pages DESC, c.digest LIMIT ?
+            """, [min_hosts, limit]).fetchall()
+            if not with_samples:
+                return rows
+            samples = self.chunk_texts([(s["natural_key"], s["generation"], s["chunk_index"])
+                                        for *_, s in rows], connection)
+        return [(*row, sample) for row, sample in zip(rows, samples)]
+
+    def pages_with_digest(self, digest: bytes) -> list[tuple[str, int, int]]:
+        """Every retained (page, generation, chunk index) that holds a digest."""
+        with self.reading() as connection:
+            # No index finds a digest inside a list row: one scan of them all.
+            return connection.execute(f"""
+                SELECT natural_key, generation, chunk_index FROM {_chunks_of("chunk_lists")}
+                WHERE digest = ? ORDER BY natural_key, generation, chunk_index
+            """, [digest]).fetchall()
+
+    def chunk_texts(self, places: Sequence[tuple[str, int, int]],
+                    connection: duckdb.DuckDBPyConnection | None = None) -> list[bytes | None]:
+        """The bytes of retained chunks, each given as (natural_key, generation, chunk_index),
+        cut from their generations' texts; None where not retained."""
+        if connection is None:
+            with self.reading() as connection:
+                return self.chunk_texts(places, connection)
+        wanted = {(key, generation) for key, generation, _ in places}
+        keys = sorted({key for key, _ in wanted})
+        # Two lookups by key for all the places (indexed), not two per page.
+        texts = self._texts(connection, wanted)
+        lengths = {(key, generation): lengths for key, generation, lengths in _by_keys(connection, """
+            SELECT natural_key, generation, lengths FROM chunk_lists WHERE natural_key IN ({keys})
+        """, keys, lambda row: (row[0], row[1]) in texts)}
+        result = []
+        for key, generation, index in places:
+            chunks = lengths.get((key, generation), [])
+            if (key, generation) not in texts or index >= len(chunks):
+                result.append(None)
+                continue
+            offset = sum(chunks[:index])
+            result.append(texts[key, generation][offset:offset + chunks[index]])
+        return result

@@ -1,0 +1,272 @@
+"""The store's layout: its tables, the `content_chunks` view and the indexes, the schema
+version, the connection settings, and the check and upgrade of a file's schema and meta rows.
+
+Tables (all times UTC):
+
+- `meta`: schema version, the chunker `SPEC`, the retention policy.
+- `pages`: one row per natural key (canonical URL): host, last URL seen, retention class,
+  latest generation, when it was first seen, last fetched with new content, last checked.
+- `generations`: one row per distinct version of a page: fetched_at, content digest, length,
+  chunk count, and the normalised text while the generation is retained. The text is stored
+  uncompressed: retention bounds its size, and an erasure can then be checked byte for byte
+  in the file (compressed, a page's sentences are not visible to such a check).
+- `chunk_lists`: one row per retained generation: its chunks in order, as their 16-byte
+  digests end to end in one BLOB (`digests`) and a list of their lengths. Block-aligned
+  chunks give about 75 chunks a page: a row per chunk made the single writer append 75 rows
+  (and 150 index entries) per page version; a list row is one row and one index entry, and
+  one BLOB of digests is written three times as fast as a list of 75 BLOBs.
+- `content_chunks`: a view of `chunk_lists` with the seed's columns (natural_key,
+  generation, chunk_index, digest, length), a row per chunk, for queries written to the
+  seed's schema. The store's own queries read `chunk_lists`.
+- `changes`: one row per generation, kept for good (it holds no content beyond a short
+  excerpt): the measures of the change from the previous generation, and its verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import duckdb
+
+from cdc.errors import SpecMismatchError, StoreError
+from cdc.store.layout import _chunks_of
+from cdc.store.writer import RetentionPolicy
+
+# 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
+#    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it.
+SCHEMA_VERSION = 2
+# DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
+# a large ingest grew past 8 GB. Beyond this it spills to disk.
+CONNECTION_CONFIG = {"memory_limit": "1GB"}
+# Writers differ in two settings:
+# - Ingest looks pages up by key, a few hundred keys per query (KEYS_PER_LOOKUP). DuckDB
+#   answers such a query from the natural_key index only while it matches fewer rows than
+#   `index_scan_max_count` (2048 by default), else it scans the whole table, on the
+#   generations table with every text: a writer raises the bound, as its lookups are by key.
+# - No merging of row groups ("vacuum") at checkpoints. DuckDB merges a table's last row
+#   groups whenever they add up to twice the one before them, rewriting them in memory: with
+#   the generations' texts, that put peaks of 114 MB on a 1 GB WARC ingest, and the merges
+#   grow with the store (up to 122,880 rows of text). Unmerged, memory stays flat and ingest
+#   is faster; the cost is a row group per table per batch: a file up to a quarter larger and
+#   scans up to 1.8x slower on a store built in many batches, until `compact()`.
+# - One thread: a writer's batches are small, and on a cluster ingest it shares the machine
+#   with the workers, which its second thread only slowed.
+# - A checkpoint at every commit. A writer's connection lasts one transaction, and closing
+#   it checkpoints anyway; checkpointing at the commit skips writing the rows to the WAL
+#   first (a cluster run's 8,117-row transaction: 54 ms instead of 63, with the connection).
+WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacuum_tasks": 0, "threads": 1,
+                 "checkpoint_threshold": "0B"}
+
+
+CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        digests BLOB NOT NULL,
+        lengths INTEGER[] NOT NULL
+    )"""
+
+# The seed's `content_chunks`, a row per chunk, from the list rows.
+CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
+    SELECT natural_key, generation, chunk_index, digest, length FROM {_chunks_of("chunk_lists")}"""
+
+SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS pages (
+        natural_key VARCHAR NOT NULL,
+        url VARCHAR NOT NULL,
+        host VARCHAR NOT NULL,
+        retention_class VARCHAR,
+        latest_generation INTEGER NOT NULL,
+        first_seen TIMESTAMP NOT NULL,
+        last_fetched TIMESTAMP NOT NULL,
+        last_checked TIMESTAMP NOT NULL,
+        etag VARCHAR,
+        last_modified VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS generations (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        fetched_at TIMESTAMP NOT NULL,
+        content_digest BLOB NOT NULL,
+        length INTEGER NOT NULL,
+        chunk_count INTEGER NOT NULL,
+        text VARCHAR USING COMPRESSION uncompressed
+    )""",
+    CHUNK_LISTS_TABLE,
+    CONTENT_CHUNKS_VIEW,
+    """CREATE TABLE IF NOT EXISTS changes (
+        natural_key VARCHAR NOT NULL,
+        generation INTEGER NOT NULL,
+        previous_generation INTEGER,
+        fetched_at TIMESTAMP NOT NULL,
+        similarity DOUBLE,
+        unchanged_ratio DOUBLE,
+        retained_ratio DOUBLE,
+        bytes_added INTEGER NOT NULL,
+        bytes_removed INTEGER NOT NULL,
+        regions INTEGER NOT NULL,
+        verdict VARCHAR NOT NULL,
+        excerpt VARCHAR
+    )""",
+]
+
+# Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
+# an ART index (a generation filter is applied in Python: a page has few generations).
+# The seed's digest index is gone with the row per chunk: a list cannot be indexed, and
+# finding the pages that hold a digest scans the lists (`pages_with_digest`), as the
+# boilerplate counts scan them anyway.
+INDEXES = [
+    "CREATE INDEX IF NOT EXISTS pages_key ON pages (natural_key)",
+    "CREATE INDEX IF NOT EXISTS generations_key ON generations (natural_key)",
+    "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
+    "CREATE INDEX IF NOT EXISTS changes_key ON changes (natural_key)",
+]
+
+# The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
+# the rows (what an erasure deletes from).
+TABLES = ("pages", "generations", "content_chunks", "changes")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes")
+
+# Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
+# empty text) included, as ingest writes it.
+_LISTS_OF_ROWS = """
+    SELECT g.natural_key, g.generation, coalesce(c.digests, ''::BLOB) AS digests,
+           coalesce(c.lengths, []::INTEGER[]) AS lengths
+    FROM main.generations g LEFT JOIN (
+        SELECT natural_key, generation,
+               list_reduce(list(digest ORDER BY chunk_index), lambda a, b: a || b) AS digests,
+               list(length ORDER BY chunk_index) AS lengths
+        FROM main.content_chunks GROUP BY natural_key, generation
+    ) c USING (natural_key, generation)
+    WHERE g.text IS NOT NULL"""
+# Schema 1 to 2, in one transaction: the chunk rows become a list row per generation.
+UPGRADE_TO_LISTS = [
+    CHUNK_LISTS_TABLE,
+    f"INSERT INTO chunk_lists {_LISTS_OF_ROWS}",
+    "DROP INDEX IF EXISTS content_chunks_digest_idx",
+    "DROP INDEX IF EXISTS content_chunks_key",
+    "DROP TABLE content_chunks",
+    CONTENT_CHUNKS_VIEW,
+    "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
+    "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+]
+# A reader of a schema-1 store (read-only: it cannot upgrade it) sees its chunk rows as lists.
+LISTS_OF_CHUNK_ROWS = f"CREATE OR REPLACE TEMP VIEW chunk_lists AS {_LISTS_OF_ROWS}"
+
+SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
+
+
+def _made_earlier(stored: str | None, current: str) -> bool:
+    """Whether a store's spec names older chunker or normalisation versions than `current`."""
+    old, new = SPEC_VERSIONS.fullmatch(stored or ""), SPEC_VERSIONS.fullmatch(current)
+    if not old or not new:
+        return False
+    (old_chunker, old_norm), (new_chunker, new_norm) = map(int, old.groups()), map(int, new.groups())
+    return (old_chunker <= new_chunker and old_norm <= new_norm
+            and (old_chunker, old_norm) != (new_chunker, new_norm))
+
+
+def _default_spec() -> str:
+    from cdc import SPEC
+
+    return SPEC
+
+
+class Schema:
+    """The store's schema, mixed into `Store`: makes a new file whole, checks an existing
+    file's meta rows (schema version, chunker spec) against this cdc, upgrades schema 1 to 2,
+    and reads and sets meta rows."""
+
+    path: Path
+    spec: str | None
+    _schema_checked: tuple[int, int] | None
+
+    def _create(self) -> None:
+        """Make a new store under another name and move it into place whole, so a reader
+        never opens a file DuckDB has created but not yet written."""
+        fresh = self.path.with_name(self.path.name + ".new")
+        for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        connection = duckdb.connect(str(fresh))
+        try:
+            self._ensure_schema(connection)
+        finally:
+            connection.close()
+        os.replace(fresh, self.path)
+        stat = os.stat(self.path)  # the same file (a rename keeps the inode): checked already
+        self._schema_checked = stat.st_dev, stat.st_ino
+
+    def _ensure_schema(self, connection: duckdb.DuckDBPyConnection) -> None:
+        tables = {row[0] for row in connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+        if "meta" not in tables:
+            if tables:
+                raise StoreError(f"{self.path} is a DuckDB file but not a cdc store; give another path")
+            for statement in SCHEMA + INDEXES:
+                connection.execute(statement)
+            connection.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema_version", str(SCHEMA_VERSION)),
+                ("spec", self.spec or _default_spec()),
+                ("retention", RetentionPolicy().to_json()),
+            ])
+            return
+        if self._check_meta(connection) < SCHEMA_VERSION:
+            self._upgrade(connection)
+        for statement in INDEXES:  # a store made before an index was added gets it now
+            connection.execute(statement)
+
+    def _upgrade(self, connection: duckdb.DuckDBPyConnection) -> None:
+        """Schema 1 to 2 in one transaction: each generation's chunk rows become one list row
+        (killed midway, the store is as it was). A rewrite of the chunk rows: seconds for a
+        million of them."""
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            for statement in UPGRADE_TO_LISTS:
+                connection.execute(statement)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> int:
+        """The store's schema version, once its meta rows are checked against this cdc."""
+        try:
+            meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+        except duckdb.CatalogException as exc:
+            raise StoreError(f"{self.path} is not a cdc store (it has no meta table)") from exc
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise SpecMismatchError(
+                f"{self.path} was written by a newer cdc (schema {version}, this one reads "
+                f"{SCHEMA_VERSION}); upgrade cdc with `pip install -r requirements.txt`")
+        expected = self.spec or _default_spec()
+        if meta.get("spec") != expected and _made_earlier(meta.get("spec"), expected):
+            raise SpecMismatchError(
+                f"{self.path} was made by an earlier cdc (chunker spec {meta.get('spec')}; this cdc "
+                f"makes {expected}): digests of two specs never compare. Run `cdc migrate --db "
+                f"{self.path}` to re-chunk its retained texts under the new spec, or ingest into a "
+                "new store (--db NEWPATH)")
+        if meta.get("spec") != expected:
+            raise SpecMismatchError(
+                f"{self.path} holds digests made under chunker spec {meta.get('spec')}, and this "
+                f"cdc makes {expected}: digests of two specs never compare. Ingest into a new "
+                "store (--db NEWPATH), or re-ingest the crawl there")
+        return version
+
+    def stored_spec(self) -> str | None:
+        """The chunker spec the store's digests were made under, read without the spec check."""
+        with self._connect(write=False) as connection:
+            try:
+                return dict(connection.execute("SELECT key, value FROM meta").fetchall()).get("spec")
+            except duckdb.CatalogException as exc:
+                raise StoreError(f"{self.path} is not a cdc store (it has no meta table)") from exc
+
+    def meta(self) -> dict[str, str]:
+        with self.reading() as connection:
+            return dict(connection.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, connection: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+        connection.execute("DELETE FROM meta WHERE key = ?", [key])
+        connection.execute("INSERT INTO meta VALUES (?, ?)", [key, value])

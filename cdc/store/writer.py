@@ -1,0 +1,384 @@
+"""The ingest write path: page states read to compare a new version, a batch written in
+one transaction, generations past the retention limit trimmed, conditional-request
+validators, the store's extraction mode, and the re-chunking of retained texts (cdc.migrate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc.errors import StoreError
+from cdc.store.layout import content_chunk_rows, digest_list
+from cdc.store.lookups import _by_keys, _key_table, _one, _registered
+
+DEFAULT_KEEP = 3
+# Up to this many pages a batch, ingest reads their state through the index; beyond, in one
+# scan. Fetching rows one by one costs about as much as the scan at 500 random pages of a
+# 100,000-page store, and four times as much at 4,000 (a full JSONL batch).
+INDEXED_LOOKUP_KEYS = 1024
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """How many generations keep their text and chunk rows: per class, else `keep`."""
+
+    keep: int = DEFAULT_KEEP
+    classes: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in (("keep", self.keep), *self.classes):
+            if type(value) is not int or value < 1:
+                raise StoreError(
+                    f"a retention limit must be a whole number of at least 1, got {name}={value!r}")
+
+    def for_class(self, retention_class: str | None) -> int:
+        return dict(self.classes).get(retention_class, self.keep) if retention_class else self.keep
+
+    def to_json(self) -> str:
+        return json.dumps({"keep": self.keep, "classes": dict(self.classes)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RetentionPolicy:
+        data = json.loads(text)
+        return cls(int(data["keep"]), tuple(sorted((k, int(v)) for k, v in data["classes"].items())))
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What ingest needs to know of a page's latest generation to compare a new one."""
+
+    natural_key: str
+    retention_class: str | None
+    latest_generation: int
+    last_fetched: datetime
+    last_checked: datetime
+    content_digest: bytes
+    text: bytes | None
+    chunk_digests: list[bytes]
+    chunk_lengths: list[int]
+
+
+@dataclass(frozen=True)
+class WriteBatch:
+    """Everything one ingest batch writes, as Arrow tables, in one transaction."""
+
+    pages: pa.Table  # new and updated pages, all columns of `pages`
+    generations: pa.Table
+    chunks: pa.Table  # the columns of `chunk_lists`: a row per retained generation
+    changes: pa.Table
+    checked: pa.Table  # natural_key, last_checked: pages seen again with identical content
+
+    @property
+    def rows(self) -> int:
+        """Rows appended: generations, chunk list rows and change rows."""
+        return self.generations.num_rows + self.chunks.num_rows + self.changes.num_rows
+
+    @property
+    def chunk_rows(self) -> int:
+        """Chunks appended: the rows they add to the `content_chunks` view."""
+        return len(pc.list_flatten(self.chunks.column("lengths")))
+
+    def content_chunks(self) -> pa.Table:
+        """The batch's chunks as the seed's rows (natural_key, generation, chunk_index,
+        digest, length), as the `content_chunks` view shows them: for the Parquet lake."""
+        return content_chunk_rows(self.chunks)
+
+
+def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
+    """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for a few keys.
+
+    Each table is looked up alone, by key, so DuckDB answers from its index and reads only
+    the blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB
+    WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) A
+    page's older retained generations are read too, and dropped here.
+    """
+    pages = _by_keys(connection, """
+        SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
+        FROM pages WHERE natural_key IN ({keys})
+    """, keys)
+    latest = {row[0]: row[2] for row in pages}
+
+    def of_latest(row: tuple) -> bool:
+        return latest.get(row[0]) == row[1]
+
+    generations = {key: (digest, text) for key, _, digest, text in _by_keys(connection, """
+        SELECT natural_key, generation, content_digest, encode(text) FROM generations
+        WHERE natural_key IN ({keys})
+    """, keys, of_latest)}
+    chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_keys(connection, """
+        SELECT natural_key, generation, digests, lengths FROM chunk_lists
+        WHERE natural_key IN ({keys})
+    """, keys, of_latest)}
+    return pages, generations, chunks
+
+
+def _latest_by_scan(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
+    """The same as `_latest_by_index`, by joining the keys with whole tables: for many keys,
+    one scan costs less time than thousands of row fetches, though it reads every text."""
+    with _registered(connection, "wanted_keys", _key_table(keys)):
+        rows = connection.execute("""
+            SELECT p.natural_key, p.retention_class, p.latest_generation, p.last_fetched,
+                   p.last_checked, g.content_digest, encode(g.text)
+            FROM pages p
+            JOIN wanted_keys w USING (natural_key)
+            JOIN generations g ON g.natural_key = p.natural_key
+                              AND g.generation = p.latest_generation
+        """).fetchall()
+        chunks = connection.execute("""
+            SELECT c.natural_key, c.digests, c.lengths
+            FROM chunk_lists c
+            JOIN pages p ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
+            JOIN wanted_keys w ON w.natural_key = c.natural_key
+        """).fetchall()
+    return [row[:5] for row in rows], {row[0]: row[5:] for row in rows}, {row[0]: row[1:] for row in chunks}
+
+
+class Writer:
+    """The ingest write path, mixed into `Store`: reads what ingest compares against, and
+    writes through a connection from `Store.writing()`."""
+
+    path: Path
+
+    # --- re-chunking (cdc.migrate) ----------------------------------------------------------
+
+    def retained_keys(self, connection: duckdb.DuckDBPyConnection) -> list[str]:
+        """Pages with at least one retained text, in key order."""
+        return [row[0] for row in connection.execute(
+            "SELECT DISTINCT natural_key FROM generations WHERE text IS NOT NULL ORDER BY 1").fetchall()]
+
+    def retained_texts(self, connection: duckdb.DuckDBPyConnection,
+                       keys: Sequence[str]) -> list[tuple[str, int, datetime, bytes]]:
+        """(natural_key, generation, fetched_at, UTF-8 text) of the retained generations of
+        `keys`, by key and generation."""
+        rows = _by_keys(connection, """
+            SELECT natural_key, generation, fetched_at, encode(text) FROM generations
+            WHERE natural_key IN ({keys}) AND text IS NOT NULL
+        """, keys)
+        return sorted(rows, key=lambda row: (row[0], row[1]))
+
+    def replace_chunks(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str],
+                       chunks: pa.Table, changes: pa.Table) -> None:
+        """The chunk lists of `keys` replaced by `chunks` (`chunk_lists` rows; chunk counts
+        follow), and the change rows in `changes` replaced, matched by page and generation."""
+        with (_registered(connection, "migrated_keys", _key_table(keys)),
+              _registered(connection, "migrated_chunks", chunks),
+              _registered(connection, "migrated_changes", changes)):
+            connection.execute("DELETE FROM chunk_lists WHERE natural_key IN "
+                               "(SELECT natural_key FROM migrated_keys)")
+            connection.execute("INSERT INTO chunk_lists SELECT * FROM migrated_chunks")
+            connection.execute("""
+                UPDATE generations SET chunk_count = n.chunks
+                FROM (SELECT natural_key, generation, len(lengths) AS chunks FROM migrated_chunks) n
+                WHERE generations.natural_key = n.natural_key AND generations.generation = n.generation
+            """)
+            connection.execute("""
+                UPDATE changes SET similarity = m.similarity, unchanged_ratio = m.unchanged_ratio,
+                       retained_ratio = m.retained_ratio, bytes_added = m.bytes_added,
+                       bytes_removed = m.bytes_removed, regions = m.regions, verdict = m.verdict,
+                       excerpt = m.excerpt
+                FROM migrated_changes m
+                WHERE changes.natural_key = m.natural_key AND changes.generation = m.generation
+            """)
+
+    def retention(self, connection: duckdb.DuckDBPyConnection | None = None) -> RetentionPolicy:
+        if connection is None:
+            with self.reading() as connection:
+                return self.retention(connection)
+        row = _one(connection.execute("SELECT value FROM meta WHERE key = 'retention'"))
+        return RetentionPolicy.from_json(row[0]) if row else RetentionPolicy()
+
+    # --- ingest ------------------------------------------------------------------------------
+
+    def page_states(self, connection: duckdb.DuckDBPyConnection,
+                    keys: Sequence[str]) -> dict[str, PageState]:
+        """The latest generation of each page among `keys` that the store has."""
+        if not keys:
+            return {}
+        if len(keys) <= INDEXED_LOOKUP_KEYS:
+            pages, generations, chunks = _latest_by_index(connection, keys)
+        else:
+            pages, generations, chunks = _latest_by_scan(connection, keys)
+        states = {}
+        for key, retention_class, generation, fetched, checked in pages:
+            if key not in generations:
+                continue
+            content_digest, text = generations[key]
+            digests, lengths = chunks.get(key, (b"", []))
+            states[key] = PageState(key, retention_class, generation, fetched, checked, content_digest, text,
+                                    digest_list(digests), lengths)
+        return states
+
+    def known_versions(self, connection: duckdb.DuckDBPyConnection,
+                       keys: Sequence[str]) -> dict[str, set[bytes]]:
+        """The content digest of every generation of the pages among `keys`."""
+        if not keys:
+            return {}
+        if len(keys) <= INDEXED_LOOKUP_KEYS:
+            rows = _by_keys(connection, """
+                SELECT natural_key, content_digest FROM generations WHERE natural_key IN ({keys})
+            """, keys)
+        else:
+            with _registered(connection, "wanted_keys", _key_table(keys)):
+                rows = connection.execute("""
+                    SELECT g.natural_key, g.content_digest
+                    FROM generations g JOIN wanted_keys w USING (natural_key)
+                """).fetchall()
+        known: dict[str, set[bytes]] = {}
+        for key, digest in rows:
+            known.setdefault(key, set()).add(digest)
+        return known
+
+    def write(self, connection: duckdb.DuckDBPyConnection, batch: WriteBatch) -> None:
+        """Append one batch: rows in bulk, pages upserted, old generations trimmed."""
+        for name, table in (("batch_pages", batch.pages), ("batch_generations", batch.generations),
+                            ("batch_chunks", batch.chunks), ("batch_changes", batch.changes),
+                            ("batch_checked", batch.checked)):
+            connection.register(name, table)
+        try:
+            # Only pages stored before can have generations to trim: a batch's own generations
+            # past the limit come without text or chunk lists (cdc.versions). The trim scans the
+            # whole generations and chunk list tables, so a batch of new pages only, as in a
+            # first crawl, skips it.
+            seen_before = _one(connection.execute("SELECT count(*) FROM batch_pages "
+                                                  "WHERE natural_key IN (SELECT natural_key FROM pages)"))[0]
+            connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
+            connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
+            connection.execute("INSERT INTO changes SELECT * FROM batch_changes")
+            if seen_before:
+                connection.execute("""
+                    UPDATE pages SET url = b.url,
+                           retention_class = coalesce(b.retention_class, pages.retention_class),
+                           latest_generation = b.latest_generation, last_fetched = b.last_fetched,
+                           last_checked = greatest(pages.last_checked, b.last_checked)
+                    FROM batch_pages b WHERE pages.natural_key = b.natural_key
+                """)
+                connection.execute("""
+                    INSERT INTO pages SELECT b.* FROM batch_pages b
+                    WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.natural_key = b.natural_key)
+                """)
+            else:  # new pages only: nothing to update, nothing to look for (each a scan of pages)
+                connection.execute("INSERT INTO pages SELECT * FROM batch_pages")
+            if batch.checked.num_rows:
+                connection.execute("""
+                    UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
+                    FROM batch_checked c WHERE pages.natural_key = c.natural_key
+                """)
+            if seen_before:
+                self._trim(connection, "SELECT natural_key FROM batch_pages")
+        finally:
+            for name in ("batch_pages", "batch_generations", "batch_chunks", "batch_changes",
+                         "batch_checked"):
+                connection.unregister(name)
+
+    # --- live fetching: conditional-request validators --------------------------------------
+
+    def page_validators(self, connection: duckdb.DuckDBPyConnection,
+                        keys: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(etag, last_modified) of each page among `keys` the store has."""
+        if not keys:
+            return {}
+        connection.register("wanted_keys", pa.table({"natural_key": pa.array(list(keys), pa.string())}))
+        try:
+            rows = connection.execute("""
+                SELECT p.natural_key, p.etag, p.last_modified
+                FROM pages p JOIN wanted_keys w USING (natural_key)
+            """).fetchall()
+        finally:
+            connection.unregister("wanted_keys")
+        return {key: (etag, last_modified) for key, etag, last_modified in rows}
+
+
+    def save_validators(self, connection: duckdb.DuckDBPyConnection,
+                        rows: Sequence[tuple[str, str | None, str | None]]) -> None:
+        """Set (natural_key, etag, last_modified) of pages the store has."""
+        if not rows:
+            return
+        keys, etags, modified = zip(*rows)
+        connection.register("batch_validators", pa.table({
+            "natural_key": pa.array(keys, pa.string()), "etag": pa.array(etags, pa.string()),
+            "last_modified": pa.array(modified, pa.string())}))
+        try:
+            connection.execute("""
+                UPDATE pages SET etag = v.etag, last_modified = v.last_modified
+                FROM batch_validators v WHERE pages.natural_key = v.natural_key
+            """)
+        finally:
+            connection.unregister("batch_validators")
+
+
+    def mark_checked(self, connection: duckdb.DuckDBPyConnection,
+                     rows: Sequence[tuple[str, datetime]]) -> None:
+        """Move `last_checked` of pages forward (a 304: the page is as stored)."""
+        if not rows:
+            return
+        keys, times = zip(*rows)
+        connection.register("batch_checked", pa.table({
+            "natural_key": pa.array(keys, pa.string()), "last_checked": pa.array(times, pa.timestamp("us"))}))
+        try:
+            connection.execute("""
+                UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
+                FROM (SELECT natural_key, max(last_checked) AS last_checked
+                      FROM batch_checked GROUP BY natural_key) c
+                WHERE pages.natural_key = c.natural_key
+            """)
+        finally:
+            connection.unregister("batch_checked")
+
+    def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> None:
+        """Drop text and chunk lists of generations past each page's retention limit."""
+        policy = self.retention(connection)
+        limits = pa.table({
+            "retention_class": pa.array([name for name, _ in policy.classes], pa.string()),
+            "keep": pa.array([keep for _, keep in policy.classes], pa.int32()),
+        })
+        connection.register("class_limits", limits)
+        try:
+            # keys_query is one of this module's own constant queries, never user input.
+            expired = f"""
+                SELECT p.natural_key, p.latest_generation - coalesce(l.keep, ?) AS last_expired
+                FROM pages p LEFT JOIN class_limits l USING (retention_class)
+                WHERE p.natural_key IN ({keys_query})
+            """
+            connection.execute(f"""
+                DELETE FROM chunk_lists USING ({expired}) e
+                WHERE chunk_lists.natural_key = e.natural_key
+                  AND chunk_lists.generation <= e.last_expired
+            """, [policy.keep])
+            connection.execute(f"""
+                UPDATE generations SET text = NULL FROM ({expired}) e
+                WHERE generations.natural_key = e.natural_key
+                  AND generations.generation <= e.last_expired AND generations.text IS NOT NULL
+            """, [policy.keep])
+        finally:
+            connection.unregister("class_limits")
+
+    def prune(self, policy: RetentionPolicy) -> None:
+        """Apply a new retention policy to every page, and keep it for later ingests."""
+        with self.writing() as connection:
+            self.set_meta(connection, "retention", policy.to_json())
+            self._trim(connection, "SELECT natural_key FROM pages")
+        self.compact()
+
+    def claim_extraction_mode(self, mode: str) -> None:
+        """Record how HTML is turned into text in this store, or refuse another way: pages
+        extracted two ways would compare as changed when only the extraction differs."""
+        with self.writing() as connection:
+            row = _one(connection.execute("SELECT value FROM meta WHERE key = 'extraction'"))
+            if row is None:
+                self.set_meta(connection, "extraction", mode)
+            elif row[0] != mode:
+                raise StoreError(
+                    f"{self.path} holds pages extracted with --extract {row[0]}, not {mode}: use "
+                    f"--extract {row[0]}, or another store (--db PATH) for {mode} extraction")
+
+    def set_retention(self, policy: RetentionPolicy) -> None:
+        with self.writing() as connection:
+            self.set_meta(connection, "retention", policy.to_json())
