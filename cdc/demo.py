@@ -1,33 +1,44 @@
-"""A deterministic synthetic crawl, for the dashboard's demo store and for benchmarks.
+"""A deterministic crawl that reads like real pages, for the dashboard's demo store and for benchmarks.
 
 `demo_records` yields crawl records in the seed's shape (url, fetched_at, title,
-description, sections), crawl by crawl: every page once in crawl 1, then every page in
-crawl 2, one crawl a day. `build_demo` runs them through the normal ingest path
-(`Ingester`) into a new store.
+description, sections), crawl by crawl, one crawl a day. `build_demo` runs each crawl
+through the normal ingest path (`Ingester`, one run per crawl) into a new store.
+
+The text is real sentences (`cdc.demotext`), so a newcomer can read an edit and judge
+whether cdc found it: a shop's product pages with prices, a local paper's articles with
+datelines, a cookery blog (sentences written for the project), a documentation site made
+of the Python standard library's own docstrings (the most real text that ships with every
+install, and the kind of page crawled most), a Japanese shop and a Chinese paper (so the
+character-level edits of scripts written without spaces are on show). Sentences are
+templates whose slots name one product, city or dish per page, so paragraphs stay about
+one thing while a hundred thousand pages stay distinct.
 
 What an analyst meets is in it, spread over pages and crawls:
 
-- Six hosts, each with its own long navigation, cookie notice and footer, written from a
-  vocabulary of plain words, so they are not periodic: content-defined boundaries fall
-  inside them at the same places on every page, and whole chunks of them recur (periodic
-  text has no boundaries at all). Every page ends with one legal notice syndicated to all
-  hosts.
-- Between crawls a page gets one of: a price change on a shop page (`$19.99` to `$24.99`
-  and so on up a ladder), an inserted paragraph, a typo fix (one word), a moved section,
-  a rewrite of its main content, a recycled URL (a different page, without the host's
-  frame), or nothing: an unchanged recrawl, which makes no new generation. Each kind is
-  placed at least once in every crawl (pages allowing), the rest drawn at random.
+- Six hosts, each with its own long navigation menu, cookie notice and footer, shared by
+  all its pages; every page ends with one legal notice (English, Japanese and Chinese)
+  syndicated to all hosts. `_recurring` makes sure each frame holds whole chunks that
+  recur on every page, so the Boilerplate view finds them.
+- Between crawls a page gets one of: a price change on a shop page (`$19.99` to `$24.99`,
+  `2,480円` to `2,980円`, up a ladder), a date change on a news page (`Updated 3 March
+  2026`), an inserted paragraph, a deleted paragraph, a typo fix (two letters swapped back,
+  a wrong kanji replaced), a moved section, a rewrite of its main content, a recycled URL
+  (a different site's page, without the host's frame), or nothing: an unchanged recrawl,
+  which makes no new generation. Each kind is placed at least once in every crawl (pages
+  allowing), the rest drawn at random.
 - Half the hosts change their template (navigation and footer) at one crawl, on every
-  page of the host.
+  page of the host; another host adds a site-wide banner at one crawl.
+- Some pages disappear: fetched up to one crawl and never again.
 - Some text holds HTML-like strings as literal text (`<script>alert("x")</script>`,
   `<b>bold</b>`, `&amp;`): the dashboard must show them as text.
 
 Everything comes from `random.Random` seeded with `seed` and the host, page or crawl (and,
 for the sentences of a paragraph, from a key drawn that way): the same arguments give the
-same records on every machine, never the time or the global generator. Records are made
-one at a time: a page's state in a crawl is rebuilt from its first version and the edits
-of the crawls before (a few small list operations each), so however many pages there are,
-one page is held at a time, besides each host's frame and pool of sentences.
+same records, never the time or the global generator (the docs pages follow the running
+Python's docstrings). Records are made one at a time: a page's state in a crawl is rebuilt
+from its first version and the edits of the crawls before (a few small list operations
+each), so however many pages there are, one page is held at a time, besides each host's
+frame and the disappearing pages' numbers.
 """
 
 from __future__ import annotations
@@ -36,12 +47,15 @@ import glob
 import math
 import os
 import random
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from cdc import demotext
 from cdc.chunking import DEFAULT_PARAMS, MAX_SIZE_CEILING, WINDOW, ChunkParams, chunk_content
+from cdc.demotext import Writer, joiner
 from cdc.errors import StoreError
 from cdc.ingest import BATCH_RECORDS, Ingester, IngestSummary
 from cdc.lifeline import process_exists
@@ -58,179 +72,105 @@ START = datetime(2026, 1, 5, 2, 0, tzinfo=UTC)
 CRAWL_INTERVAL = timedelta(days=1)
 CRAWL_SPREAD = 20 * 3600  # seconds over which one crawl's fetches are spread
 
-MAIN_BYTES = (1_500, 16_000)  # main content of a first version, drawn log-uniform
-REWRITE_BYTES = (6_000, 16_000)  # main content after a rewrite: enough to outweigh the frame
-POOL_SENTENCES = 8_192  # per host
-PARAGRAPH_BYTES = 430  # about, on average: turns a size into a paragraph count
-TYPO_SHARE = 0.2  # paragraphs written with one misspelt word
-MARKUP_SHARE = 0.3  # pages with a paragraph that quotes HTML-like text
+MAIN_BYTES = {"shop": (1_000, 3_500), "news": (1_200, 4_500), "blog": (1_200, 4_500),
+              "docs": (2_000, 14_000)}  # main content of a first version, drawn log-uniform
+REWRITE_BYTES = (4_000, 9_000)  # docs content after a rewrite: enough to outweigh the frame
+REWRITTEN_BYTES = (1_000, 1_800)  # elsewhere: a rewrite draws on a pool of its own, kept short
+RECYCLED_BYTES = (800, 2_000)
+PARAGRAPH_BYTES = 430  # about, on average, in any script: turns a size into a paragraph count
+NAVIGATION_BYTES = 2_400
+FOOTER_MENU_BYTES = 1_200  # the footer's own menu, after its sentences
+TYPO_SHARE = 0.2  # paragraphs written with one typo
+MARKUP_SHARE = 0.3  # pages of the English hosts with a paragraph that quotes HTML-like text
+GONE_SHARE = 0.03  # pages that disappear at some crawl
 BATCH_TARGET = 10  # progress reports a build aims for: sets the ingest batch size
 MIN_BATCH = 50  # records: below this a batch costs more in store round trips than it reports
 
-VOCABULARY = tuple("""
-the of and to in is that for it as was with be by on not this are or from at which but have an they
-you were there been one all we their has would when will can more about into than them these some
-other only new time people year way day work life part place case week company system program
-question government number night point home water room mother area money story fact month lot right
-study book eye job word business issue side kind head house service friend father power hour game
-line end member law car city community name president team minute idea kid body information back
-parent face others level office door health person art war history party result change morning
-reason research girl guy moment air teacher force education foot boy age policy process music market
-sense nation plan college interest death experience effect use class control care field development
-role effort rate heart drug show leader light voice wife police mind price report decision son view
-relationship town road arm difference value building action model season society tax director
-position player record paper space ground form event official matter center couple site project
-activity star table need court oil situation cost industry figure street image phone data picture
-practice piece land product doctor wall patient worker news test movie north love support technology
-step baby computer type attention film tree source organization hair window evidence population
-quickly slowly carefully between through against during without before after under around often
-early late small large long short open clear simple public private local national recent common
-""".split())
-
-TOPICS = {
-    "shop": "order delivery basket size colour stock discount warranty cotton steel garden kitchen",
-    "news": "minister council election weather match court report inquiry budget storm harbour",
-    "docs": "function parameter install configure module return error version command option file",
-    "blog": "travel recipe weekend garden photo journey coffee morning notes reading autumn walk",
-    "forum": "reply thread member question solved answer post moderator upgrade driver firmware",
-    "travel": "hotel beach museum train island mountain ferry village hiking harbour breakfast",
+PRICES = {"en": ("$9.99", "$14.99", "$19.99", "$24.99", "$29.99", "$34.99", "$39.99", "$44.99"),
+          "ja": ("980円", "1,480円", "1,980円", "2,480円", "2,980円", "3,480円", "3,980円", "4,980円")}
+FIRST_PRICES = (1, 2, 2, 2, 3)  # indexes into PRICES: most products start at $19.99 or 1,980円
+PRICE_LINE = {
+    "en": "Price: {} each, including VAT. Free delivery on orders over $50 &amp; free returns "
+          "within 30 days.",
+    "ja": "価格：{}（税込）。五千円以上のご注文で送料無料、三十日以内の返品を承ります。",
 }
-
-# (right, wrong): a typo fix turns the second into the first.
-TYPOS = (("receive", "recieve"), ("separate", "seperate"), ("definitely", "definately"),
-         ("occurred", "occured"), ("government", "goverment"), ("environment", "enviroment"),
-         ("necessary", "neccessary"), ("beginning", "begining"), ("calendar", "calender"),
-         ("address", "adress"), ("tomorrow", "tommorow"), ("accommodate", "accomodate"),
-         ("library", "libary"), ("until", "untill"), ("their", "thier"), ("which", "wich"))
-
-# Literal text that looks like markup: shown as text, never interpreted.
-MARKUP = (
-    'The old theme printed <script>alert("x")</script> into every comment box.',
-    "Type <b>bold</b> in the editor and it is saved as <b>bold</b>, tags and all.",
-    "The feed writes Fish &amp; Chips where it means Fish & Chips.",
-    'Paste <a href="https://example.com">this link</a> &amp; check that <i>nothing</i> runs.',
-)
-
-PRICES = ("$9.99", "$14.99", "$19.99", "$24.99", "$29.99", "$34.99", "$39.99", "$44.99")
-FIRST_PRICES = (1, 2, 2, 2, 3)  # indexes into PRICES: most products start at $19.99
+CONSENT = {"en": " Accept all | Reject all | Settings", "ja": "すべて許可 | すべて拒否 | 設定",
+           "zh": "全部接受 | 全部拒绝 | 设置"}
+NEW_MENU = {"en": "New this season", "ja": "今季の新作", "zh": "新栏目"}
+COPYRIGHT = {"en": "Copyright 2026 {} Ltd. All rights reserved.", "ja": "© 2026 {}",
+             "zh": "© 2026 {} 版权所有"}
 
 # Edits between crawls.
-UNCHANGED, PRICE, INSERT, TYPO, MOVE, REWRITE, RECYCLE = range(7)
-SHOP_WEIGHTS = (35, 20, 13, 14, 9, 8, 1)
-OTHER_WEIGHTS = (43, 0, 18, 18, 11, 9, 1)
-GUARANTEED = (PRICE, INSERT, TYPO, MOVE, REWRITE, RECYCLE, UNCHANGED)  # in every crawl
+UNCHANGED, PRICE, DATE, INSERT, DELETE, TYPO, MOVE, REWRITE, RECYCLE = range(9)
+WEIGHTS = {"shop": (33, 20, 0, 12, 6, 13, 8, 7, 1), "news": (35, 0, 20, 12, 6, 12, 8, 6, 1),
+           "other": (42, 0, 0, 16, 8, 16, 10, 7, 1)}
+GUARANTEED = (PRICE, DATE, INSERT, DELETE, TYPO, MOVE, REWRITE, RECYCLE, UNCHANGED)  # in every crawl
+
+HOSTS = (  # name, language, kind, brand, path
+    ("shop.example", "en", "shop", "Example Shop", "/products/"),
+    ("news.example", "en", "news", "Example News", "/articles/"),
+    ("docs.example", "en", "docs", "Example Docs", "/library/"),
+    ("blog.example", "en", "blog", "Example Kitchen Notes", "/posts/"),
+    ("shop.example.jp", "ja", "shop", "エグザンプル商店", "/shouhin/"),
+    ("news.example.cn", "zh", "news", "示例新闻网", "/xinwen/"),
+)
+PARTNER = Writer("en", "partner")  # the site a recycled URL now belongs to
 
 
 @dataclass(frozen=True)
 class _Host:
     name: str
-    kind: str  # a key of TOPICS
+    language: str
+    kind: str  # a key of MAIN_BYTES
     brand: str
     path: str
-    words: tuple[str, ...]  # the vocabulary of its pages
-    sentences: tuple[str, ...]  # what its paragraphs are drawn from
+    writer: Writer
     navigation: tuple[str, str]  # before and after its template change
     cookies: str
     footer: tuple[str, str]
+    banner: str
     template_change: int | None  # the crawl (0-based) where the template changes, if it does
-
-
-HOSTS = (  # name, kind, brand, path
-    ("shop.example", "shop", "Example Shop", "/products/"),
-    ("news.example", "news", "Example News", "/articles/"),
-    ("docs.example", "docs", "Example Docs", "/guide/"),
-    ("blog.example", "blog", "Example Blog", "/posts/"),
-    ("forum.example", "forum", "Example Forum", "/threads/"),
-    ("travel.example", "travel", "Example Travel", "/places/"),
-)
+    banner_from: int | None  # the crawl where the site-wide banner appears, if it does
 
 
 @dataclass
 class _Paragraph:
-    key: int  # picks its sentences
+    key: int  # picks its sentences (a docstring paragraph's index on the docs host)
     typo: bool = False
     markup: bool = False
 
 
 @dataclass
 class _Section:
-    key: int  # seeds its heading
+    key: int  # picks its heading (a documented object's index on the docs host)
     paragraphs: list[_Paragraph]
 
 
 @dataclass
 class _Page:
-    title: str
-    description: str
+    subject: int  # fixes the product, city or dish (the module on the docs host)
     sections: list[_Section]
     price: int | None = None  # index into PRICES: shop products only
+    published: date | None = None  # news only
+    updated: date | None = None
     recycled: bool = False
+    rewritten: bool = False  # its text comes from the rewrite pool
 
 
-# --- text ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Plan:
+    """What every crawl of one demo shares: hosts, legal notice, placed edits, vanishings."""
+
+    pages: int
+    generations: int
+    seed: int
+    hosts: list[_Host]
+    legal: str
+    forced: list[dict[int, int]]
+    gone: dict[int, int]  # page number: the first crawl that no longer finds it
 
 
-def _sentences(rng: random.Random, words: tuple[str, ...], count: int) -> list[str]:
-    lengths = [rng.randint(5, 17) for _ in range(count)]
-    drawn = rng.choices(words, k=sum(lengths))
-    sentences = []
-    start = 0
-    for length in lengths:
-        sentence = drawn[start:start + length]
-        start += length
-        sentence[0] = sentence[0].capitalize()
-        if length > 9 and rng.random() < 0.3:
-            sentence[length // 2] += ","
-        sentences.append(" ".join(sentence) + ("?" if rng.random() < 0.05 else "."))
-    return sentences
-
-
-def _draw(key: int, pool: tuple[str, ...], count: int) -> list[str]:
-    """`count` items of `pool` picked by `key`: a 64-bit LCG, cheaper than seeding a Random."""
-    picked = []
-    for _ in range(count):
-        key = (key * 6364136223846793005 + 1442695040888963407) & 0xFFFF_FFFF_FFFF_FFFF
-        picked.append(pool[(key >> 32) % len(pool)])
-    return picked
-
-
-def _paragraph_text(paragraph: _Paragraph, pool: tuple[str, ...]) -> str:
-    """Sentences drawn from the host's pool: fast, and as unrepeating as drawing words."""
-    key = paragraph.key
-    sentences = _draw(key, pool, 4 + key % 5)
-    right, wrong = TYPOS[(key >> 8) % len(TYPOS)]
-    at = (key >> 12) % len(sentences)
-    sentence = sentences[at].split(" ")
-    sentence.insert(1 + (key >> 16) % len(sentence), wrong if paragraph.typo else right)
-    sentences[at] = " ".join(sentence)
-    if paragraph.markup:
-        sentences.insert((key >> 24) % len(sentences), MARKUP[(key >> 28) % len(MARKUP)])
-    return " ".join(sentences)
-
-
-def _heading(key: int, words: tuple[str, ...]) -> str:
-    return " ".join(_draw(key, words, 1 + key % 4)).capitalize()
-
-
-def _menu(rng: random.Random, words: tuple[str, ...], size: int) -> str:
-    """Link labels of a mega-menu, about `size` characters: long and not periodic."""
-    labels: list[str] = []
-    total = 0
-    while total < size:
-        label = " ".join(rng.choices(words, k=rng.randint(1, 3))).title()
-        labels.append(label)
-        total += len(label) + 3
-    return " | ".join(labels)
-
-
-def _prose(rng: random.Random, words: tuple[str, ...], size: int) -> str:
-    parts: list[str] = []
-    total = 0
-    while total < size:
-        sentence = _sentences(rng, words, 1)[0]
-        parts.append(sentence)
-        total += len(sentence) + 1
-    return " ".join(parts)
+# --- frames ----------------------------------------------------------------------------------
 
 
 # Finds (nearly) every boundary position: the smallest minimum size, no maximum to speak of.
@@ -266,84 +206,141 @@ def _recurring(make: Callable[[], tuple[str, ...]], joined: Callable[[tuple[str,
 def _hosts(seed: int, generations: int, count: int) -> list[_Host]:
     rng = random.Random(f"{seed}/hosts")
     changing = set(rng.sample(range(count), max(1, count // 2))) if generations > 1 else set()
+    steady = [number for number in range(count) if number not in changing]
+    bannered = rng.choice(steady) if generations > 1 and steady else None
+    text = demotext.lists()
     hosts = []
-    for number, (name, kind, brand, path) in enumerate(HOSTS[:count]):
-        words = VOCABULARY + tuple(TOPICS[kind].split()) * 4
+    for number, (name, language, kind, brand, path) in enumerate(HOSTS[:count]):
+        writer = Writer(language, kind)
+        if kind == "docs":
+            labels = tuple(module for module, *_ in demotext.docs().modules)
+        else:
+            labels = text[f"{language}.{kind}.nav"]
 
-        def frame(words=words, brand=brand, kind=kind) -> tuple[str, str, str]:
-            menu = [_menu(rng, words, 1_000) for _ in range(3)]
-            navigation = f"{brand} | Home | " + " | ".join(menu)
-            redesigned = f"{brand} | Home | New this season | {_menu(rng, words, 400)} | " \
-                + " | ".join(menu[1:])
+        def frame(labels=labels, brand=brand, language=language, kind=kind) -> tuple[str, str, str]:
+            menu = demotext.menu(rng, labels, NAVIGATION_BYTES)
+            navigation = f"{brand} | " + " | ".join(menu)
+            new = f"{NEW_MENU[language]}: " + ", ".join(rng.sample(labels, 6))
+            redesigned = f"{brand} | {new} | " + " | ".join(menu[1:])
             if kind == "docs":  # literal markup in a template: boilerplate samples show it as text
-                navigation = navigation.replace(" | Home | ", " | Home | Reference &amp; API | <b>New</b> | ")
-                redesigned = redesigned.replace(" | Home | ", " | Home | Reference &amp; API | ")
-            cookies = (f"{brand} uses cookies to remember your settings and to count visits. "
-                       + _prose(rng, words, 500) + " Accept all | Reject all | Settings")
+                navigation = navigation.replace(" | ", " | Reference &amp; API | <b>New</b> | ", 1)
+                redesigned = redesigned.replace(" | ", " | Reference &amp; API | ", 1)
+            cookies = joiner(language).join(
+                s.replace("{BRAND}", brand) for s in text[f"{language}.cookie"]) + CONSENT[language]
             return navigation, redesigned, cookies
 
-        def footers(words=words, brand=brand) -> tuple[str, str]:
-            blocks = [_prose(rng, words, 900) for _ in range(3)]
-            copyright_line = f"Copyright 2026 {brand} Ltd. All rights reserved."
-            return (" ".join([*blocks, copyright_line]),
-                    " ".join([blocks[0], _prose(rng, words, 800), blocks[2], copyright_line]))
+        def footers(labels=labels, brand=brand, language=language) -> tuple[str, str]:
+            glue = joiner(language)
+            about = demotext.shuffled(rng, (s.replace("{BRAND}", brand) for s in text[f"{language}.footer"]))
+            links = " | ".join(demotext.shuffled(rng, text[f"{language}.footer.links"]))
+            popular = " | ".join(demotext.menu(rng, labels, FOOTER_MENU_BYTES))
+            copyright_line = COPYRIGHT[language].format(brand)
+            half = len(about) // 2
+            redesign = glue.join([*text[f"{language}.footer.redesign"], *about[half:]])
+            return (" ".join([glue.join(about), popular, links, copyright_line]),
+                    " ".join([redesign, popular, links, copyright_line]))
 
         navigation, redesigned, cookies = _recurring(
             frame, lambda made: [f"{made[0]}\n{made[2]}", f"{made[1]}\n{made[2]}"])
         footer = _recurring(footers, list)
+        banners = text[f"{language}.banner"]
         change = rng.randint(1, generations - 1) if number in changing else None
-        sentences = tuple(_sentences(random.Random(f"{seed}/sentences/{name}"), words, POOL_SENTENCES))
-        hosts.append(_Host(name, kind, brand, path, words, sentences, (navigation, redesigned), cookies,
-                           footer, change))
+        banner_from = rng.randint(1, generations - 1) if number == bannered else None
+        hosts.append(_Host(name, language, kind, brand, path, writer, (navigation, redesigned), cookies,
+                           footer, banners[0 if kind == "shop" else -1], change, banner_from))
     return hosts
 
 
 def _legal(seed: int) -> str:
-    """The notice syndicated to every host: the same text on every page."""
+    """The notice syndicated to every host: the same text on every page, in three languages."""
     rng = random.Random(f"{seed}/legal")
+    text = demotext.lists()
 
-    def notice() -> tuple[str]:
-        return ("Legal notice. This site is part of the Example Network. " + _prose(rng, VOCABULARY, 3_500)
-                + " Example Network Holdings, 1 Example Street, Exampleton.",)
+    def notice() -> tuple[str, ...]:
+        blocks = []
+        for language in ("en", "ja", "zh"):
+            first, *middle, last = text[f"{language}.legal"]
+            blocks.append(joiner(language).join([first, *demotext.shuffled(rng, middle), last]))
+        return tuple(blocks)
 
-    return _recurring(notice, list)[0]
+    return "\n\n".join(_recurring(notice, lambda made: ["\n".join(made)]))
 
 
 # --- pages and their edits -----------------------------------------------------------------
 
 
-def _main(rng: random.Random, size_range: tuple[int, int], markup: bool) -> list[_Section]:
+def _paragraph_count(rng: random.Random, size_range: tuple[int, int]) -> int:
     low, high = size_range
-    size = math.exp(rng.uniform(math.log(low), math.log(high)))
-    count = max(3, round(size / PARAGRAPH_BYTES))
-    paragraphs = [_Paragraph(rng.getrandbits(63), rng.random() < TYPO_SHARE) for _ in range(count)]
-    if markup:
-        rng.choice(paragraphs).markup = True
+    return max(3, round(math.exp(rng.uniform(math.log(low), math.log(high))) / PARAGRAPH_BYTES))
+
+
+def _docs_main(rng: random.Random, subject: int, size_range: tuple[int, int]) -> list[_Section]:
+    """Consecutive documented objects of the page's module: a reference page."""
+    docs = demotext.docs()
+    _, _, first, end = docs.modules[subject % len(docs.modules)]
+    wanted = _paragraph_count(rng, size_range)
+    start = rng.randrange(first, end)
     sections = []
-    while paragraphs:
-        take = min(len(paragraphs), rng.randint(1, 4))
-        sections.append(_Section(rng.getrandbits(63), paragraphs[:take]))
-        del paragraphs[:take]
-    if len(sections) == 1:  # a move needs two sections
-        first = sections[0]
-        sections.append(_Section(rng.getrandbits(63), first.paragraphs[1:]))
-        del first.paragraphs[1:]
+    for step in range(end - first):
+        item = first + (start - first + step) % (end - first)
+        _, low, high = docs.items[item]
+        typos = [rng.random() < TYPO_SHARE for _ in range(low, high)]
+        sections.append(_Section(item, [_Paragraph(key, typo) for key, typo in zip(range(low, high), typos)]))
+        wanted -= high - low
+        if wanted <= 0 and len(sections) >= 2:
+            break
+    return sections
+
+
+def _main(rng: random.Random, host: _Host, subject: int, size_range: tuple[int, int], markup: bool,
+          recycled: bool = False) -> list[_Section]:
+    if host.kind == "docs" and not recycled:
+        sections = _docs_main(rng, subject, size_range)
+    else:
+        paragraphs = [_Paragraph(rng.getrandbits(63), rng.random() < TYPO_SHARE)
+                      for _ in range(_paragraph_count(rng, size_range))]
+        sections = []
+        while paragraphs:
+            take = min(len(paragraphs), rng.randint(1, 4))
+            sections.append(_Section(rng.getrandbits(63), paragraphs[:take]))
+            del paragraphs[:take]
+        if len(sections) == 1:  # a move needs two sections
+            first = sections[0]
+            sections.append(_Section(rng.getrandbits(63), first.paragraphs[1:]))
+            del first.paragraphs[1:]
+    if markup:
+        rng.choice([p for section in sections for p in section.paragraphs]).markup = True
     return sections
 
 
 def _first_version(rng: random.Random, host: _Host, *, recycled: bool = False) -> _Page:
-    words = host.words
-    name = " ".join(rng.choices(words, k=rng.randint(2, 5))).title()
-    if not recycled and rng.random() < 0.1:
-        name = name.replace(" ", " &amp; ", 1) if " " in name else name + " &amp; More"
-    title = f"{name} | {'Example Partners' if recycled else host.brand}"
-    description = _sentences(rng, words, 1)[0]
-    if rng.random() < 0.1:
-        description = description[:-1] + ", in <b>bold</b>."
-    markup = rng.random() < (0.6 if host.kind == "docs" else MARKUP_SHARE)
-    sections = _main(rng, MAIN_BYTES, markup)
+    subject = rng.getrandbits(63)
+    markup = host.language == "en" and rng.random() < (0.6 if host.kind == "docs" else MARKUP_SHARE)
+    size = RECYCLED_BYTES if recycled else MAIN_BYTES[host.kind]
+    sections = _main(rng, host, subject, size, markup and not recycled, recycled)
     price = rng.choice(FIRST_PRICES) if host.kind == "shop" and not recycled else None
-    return _Page(title, description, sections, price, recycled)
+    published = None
+    if host.kind == "news" and not recycled:
+        published = START.date() - timedelta(days=1 + rng.randrange(90))
+    return _Page(subject, sections, price, published, None, recycled)
+
+
+def _title(page: _Page, host: _Host) -> str:
+    if page.recycled:
+        return PARTNER.title(page.subject)
+    if host.kind == "docs":
+        module, summary, _, _ = demotext.docs().modules[page.subject % len(demotext.docs().modules)]
+        return f"{module}: {summary} | {host.brand}"
+    return f"{host.writer.title(page.subject)} | {host.brand}"
+
+
+def _description(page: _Page, host: _Host) -> str:
+    if page.recycled:
+        return PARTNER.description(page.subject)
+    if host.kind == "docs":
+        module = demotext.docs().modules[page.subject % len(demotext.docs().modules)][0]
+        return f"The functions and classes of Python's {module} module, with their documentation."
+    return host.writer.description(page.subject)
 
 
 def _fix_typo(rng: random.Random, page: _Page) -> bool:
@@ -354,15 +351,36 @@ def _fix_typo(rng: random.Random, page: _Page) -> bool:
     return True
 
 
-def _edit(rng: random.Random, page: _Page, host: _Host, kind: int) -> _Page:
+def _delete(rng: random.Random, page: _Page) -> bool:
+    """Drop a paragraph from a section that keeps another; else a section, if three are left."""
+    sections = [s for s in page.sections if len(s.paragraphs) > 1]
+    if sections:
+        section = rng.choice(sections)
+        del section.paragraphs[rng.randrange(len(section.paragraphs))]
+    elif len(page.sections) > 2:
+        del page.sections[rng.randrange(len(page.sections))]
+    else:
+        return False
+    return True
+
+
+def _edit(rng: random.Random, page: _Page, host: _Host, kind: int, day: date) -> _Page:
     """The page after one crawl's edit (in place where that is simpler)."""
     if kind == PRICE:
         if page.price is None:
-            kind = TYPO
+            kind = DATE
         else:  # up the ladder; from the top, a sale
-            page.price = page.price + 1 if page.price + 1 < len(PRICES) else 1
+            page.price = page.price + 1 if page.price + 1 < len(PRICES["en"]) else 1
+            return page
+    if kind == DATE:
+        if page.published is None:
+            kind = TYPO
+        else:
+            page.updated = day
             return page
     if kind == TYPO and not _fix_typo(rng, page):
+        kind = INSERT
+    if kind == DELETE and not _delete(rng, page):
         kind = INSERT
     if kind == MOVE:
         sections = page.sections
@@ -371,10 +389,17 @@ def _edit(rng: random.Random, page: _Page, host: _Host, kind: int) -> _Page:
         sections.insert(rng.choice([i for i in range(len(sections) + 1) if i != origin]), moved)
     elif kind == INSERT:
         section = rng.choice(page.sections)
-        section.paragraphs.insert(rng.randint(0, len(section.paragraphs)),
-                                  _Paragraph(rng.getrandbits(63), rng.random() < TYPO_SHARE))
-    elif kind == REWRITE:
-        page.sections = _main(rng, REWRITE_BYTES, rng.random() < MARKUP_SHARE)
+        key = rng.getrandbits(63)
+        if host.kind == "docs" and not page.recycled:  # another object's paragraph, in its words
+            key %= len(demotext.docs().paragraphs)
+        at = rng.randint(0, len(section.paragraphs))
+        section.paragraphs.insert(at, _Paragraph(key, rng.random() < TYPO_SHARE))
+    elif kind == REWRITE:  # new text; a new product, story or module
+        page.subject += 1
+        page.rewritten = host.kind != "docs" and not page.recycled
+        size = REWRITE_BYTES if host.kind == "docs" else REWRITTEN_BYTES
+        page.sections = _main(rng, host, page.subject, size,
+                              host.language == "en" and rng.random() < MARKUP_SHARE, page.recycled)
     elif kind == RECYCLE:
         page = _first_version(rng, host, recycled=True)
     return page
@@ -383,49 +408,96 @@ def _edit(rng: random.Random, page: _Page, host: _Host, kind: int) -> _Page:
 def _kind(rng: random.Random, host: _Host, forced: int | None) -> int:
     if forced is not None:
         return forced
-    weights = SHOP_WEIGHTS if host.kind == "shop" else OTHER_WEIGHTS
+    weights = WEIGHTS.get(host.kind, WEIGHTS["other"])
     return rng.choices(range(len(weights)), weights)[0]
 
 
-def _forced(seed: int, pages: int, generations: int, hosts: int) -> list[dict[int, int]]:
+def _gone(seed: int, pages: int, generations: int) -> dict[int, int]:
+    """Pages that disappear, with the first crawl that no longer finds them."""
+    if generations < 2 or pages < 2:
+        return {}
+    rng = random.Random(f"{seed}/gone")
+    return {page: rng.randint(1, generations - 1)
+            for page in sorted(rng.sample(range(pages), max(1, round(pages * GONE_SHARE))))}
+
+
+def _forced(seed: int, pages: int, generations: int, hosts: int,
+            gone: dict[int, int]) -> list[dict[int, int]]:
     """For each crawl, pages given an edit of each kind, so that every kind occurs."""
     forced: list[dict[int, int]] = [{}]
     for crawl in range(1, generations):
         rng = random.Random(f"{seed}/crawl/{crawl}")
-        placed = {rng.randrange(0, pages, hosts): PRICE}  # on a shop page
-        for kind in GUARANTEED[1:]:
-            if len(placed) == pages:
+        present = [page for page in range(min(pages, 64 * hosts)) if gone.get(page, generations) > crawl]
+        placed: dict[int, int] = {}
+        for kind, host in ((PRICE, 0), (DATE, 1)):  # on a shop page, on a news page
+            candidates = [page for page in present if page % hosts == host]
+            if candidates:
+                placed[rng.choice(candidates)] = kind
+        for kind in GUARANTEED[2:]:
+            free = [page for page in present if page not in placed]
+            if not free:
                 break
-            page = rng.randrange(pages)
-            while page in placed:
-                page = rng.randrange(pages)
-            placed[page] = kind
+            placed[rng.choice(free)] = kind
         forced.append(placed)
     return forced
+
+
+def _paragraph_text(paragraph: _Paragraph, page: _Page, host: _Host) -> str:
+    if page.recycled:
+        text = PARTNER.paragraph(paragraph.key, page.subject)
+    elif host.kind == "docs":
+        paragraphs = demotext.docs().paragraphs
+        text = paragraphs[paragraph.key % len(paragraphs)]
+    else:
+        text = host.writer.paragraph(paragraph.key, page.subject, "rewrite" if page.rewritten else "sentence")
+    if paragraph.markup:
+        sentences = text.split(". ")
+        quotes = demotext.lists()["en.markup"]  # the docs host quotes the <script> one
+        docs = host.kind == "docs" and not page.recycled
+        markup = quotes[0] if docs else demotext.pick(quotes, paragraph.key, 29)
+        at = demotext.mix(paragraph.key, 31) % len(sentences)
+        text = ". ".join([*sentences[:at], markup.removesuffix("."), *sentences[at:]])
+    if paragraph.typo:
+        text = demotext.misspell(text, host.language, paragraph.key)
+    return text
+
+
+def _heading(section: _Section, page: _Page, host: _Host) -> str:
+    if page.recycled:
+        return PARTNER.heading(section.key, page.subject)
+    if host.kind == "docs":
+        docs = demotext.docs()
+        return docs.items[section.key % len(docs.items)][0]
+    return host.writer.heading(section.key, page.subject)
 
 
 def _render(page: _Page, host: _Host, crawl: int, url: str, fetched_at: str, legal: str) -> dict:
     main = []
     if page.price is not None:
         main.append({"heading": "Price and availability",
-                     "text": f"Price: {PRICES[page.price]} each, including VAT. Free delivery on orders "
-                             "over $50 &amp; free returns within 30 days."})
+                     "text": PRICE_LINE[host.language].format(PRICES[host.language][page.price])})
+    if page.published is not None:
+        main.append({"heading": "Dates",
+                     "text": demotext.dates_line(host.language, page.published, page.updated)})
     for section in page.sections:
-        main.append({"heading": _heading(section.key, host.words),
-                     "text": "\n\n".join(_paragraph_text(p, host.sentences) for p in section.paragraphs)})
+        main.append({"heading": _heading(section, page, host),
+                     "text": "\n\n".join(_paragraph_text(p, page, host) for p in section.paragraphs)})
     if page.recycled:
         sections = main
     else:
         redesigned = host.template_change is not None and crawl >= host.template_change
+        banner = [{"heading": "Site banner", "text": host.banner}] \
+            if host.banner_from is not None and crawl >= host.banner_from else []
         sections = [
             {"heading": "Site navigation", "text": host.navigation[redesigned]},
+            *banner,
             {"heading": "Cookie notice", "text": host.cookies},
             *main,
             {"heading": "Site footer", "text": host.footer[redesigned]},
             {"heading": "Legal notice", "text": legal},
         ]
-    return {"url": url, "fetched_at": fetched_at, "title": page.title,
-            "description": page.description, "sections": sections}
+    return {"url": url, "fetched_at": fetched_at, "title": _title(page, host),
+            "description": _description(page, host), "sections": sections}
 
 
 def _check_sizes(pages: int, generations: int) -> None:
@@ -434,39 +506,62 @@ def _check_sizes(pages: int, generations: int) -> None:
             raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
+def _plan(pages: int, generations: int, seed: int) -> _Plan:
+    hosts = _hosts(seed, generations, min(len(HOSTS), pages))
+    gone = _gone(seed, pages, generations)
+    return _Plan(pages, generations, seed, hosts, _legal(seed),
+                 _forced(seed, pages, generations, len(hosts), gone), gone)
+
+
+def _crawl(plan: _Plan, crawl: int) -> Iterator[dict]:
+    """The records of one crawl (0-based), page by page, made one at a time."""
+    seed, pages, hosts = plan.seed, plan.pages, plan.hosts
+    day = START + crawl * CRAWL_INTERVAL
+    for number in range(pages):
+        if plan.gone.get(number, plan.generations) <= crawl:
+            continue
+        host = hosts[number % len(hosts)]
+        page = _first_version(random.Random(f"{seed}/page/{number}"), host)
+        slug = "-".join(re.sub(r"[^a-z0-9]+", " ", _title(page, host).split(" | ")[0].lower()).split()[:6])
+        url = f"https://{host.name}{host.path}{slug + '-' if slug else ''}{number}"  # kept when recycled
+        for past in range(1, crawl + 1):
+            rng = random.Random(f"{seed}/page/{number}/{past}")
+            when = (START + past * CRAWL_INTERVAL).date()
+            page = _edit(rng, page, host, _kind(rng, host, plan.forced[past].get(number)), when)
+        fetched = day + timedelta(seconds=number * CRAWL_SPREAD // pages)
+        yield _render(page, host, crawl, url, fetched.strftime("%Y-%m-%dT%H:%M:%SZ"), plan.legal)
+
+
 def demo_records(pages: int = DEFAULT_PAGES, generations: int = DEFAULT_GENERATIONS,
                  seed: int = DEFAULT_SEED) -> Iterator[dict]:
-    """`generations` crawls of `pages` pages as records, crawl by crawl, made one at a time.
+    """`generations` crawls of up to `pages` pages as records, crawl by crawl, made one at a time.
 
     A crawl that finds a page unchanged yields the same content again (with a later
-    `fetched_at`): ingest counts it as unchanged and makes no generation.
+    `fetched_at`): ingest counts it as unchanged and makes no generation. A page that has
+    disappeared yields nothing.
     """
     _check_sizes(pages, generations)
     return _records(pages, generations, seed)
 
 
 def _records(pages: int, generations: int, seed: int) -> Iterator[dict]:
-    hosts = _hosts(seed, generations, min(len(HOSTS), pages))
-    legal = _legal(seed)
-    forced = _forced(seed, pages, generations, len(hosts))
+    plan = _plan(pages, generations, seed)
     for crawl in range(generations):
-        day = START + crawl * CRAWL_INTERVAL
-        for number in range(pages):
-            host = hosts[number % len(hosts)]
-            page = _first_version(random.Random(f"{seed}/page/{number}"), host)
-            slug = "-".join(page.title.split(" | ")[0].lower().replace("&amp;", "and").split())
-            url = f"https://{host.name}{host.path}{slug}-{number}"  # kept when the page is recycled
-            for past in range(1, crawl + 1):
-                rng = random.Random(f"{seed}/page/{number}/{past}")
-                page = _edit(rng, page, host, _kind(rng, host, forced[past].get(number)))
-            fetched = day + timedelta(seconds=number * CRAWL_SPREAD // pages)
-            yield _render(page, host, crawl, url, fetched.strftime("%Y-%m-%dT%H:%M:%SZ"), legal)
+        yield from _crawl(plan, crawl)
+
+
+def _ingest_crawl(store: Store, crawl: int, records: Iterable[dict], batch: int, workers: int,
+                  on_batch: Callable[[IngestSummary], None]) -> IngestSummary:
+    """One crawl's records (crawl 0-based) through one ingest run: the one place a crawl is ingested."""
+    items = (SourceRecord(f"demo crawl {crawl + 1}", line, record)
+             for line, record in enumerate(records, start=1))
+    return Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers).run(items)
 
 
 def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = DEFAULT_GENERATIONS,
                seed: int = DEFAULT_SEED, progress: Callable[[float], None] | None = None,
                workers: int = 1) -> IngestSummary:
-    """Build a new store at `path` from `demo_records`, through the normal ingest path.
+    """Build a new store at `path` from `demo_records`, through the normal ingest path, a run per crawl.
 
     `progress`, when given, is called after each ingest batch with the share of records
     done (0 to 1; the last call is 1.0). Raises StoreError (a CdcError) when `path` exists.
@@ -476,21 +571,24 @@ def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = 
     if path.exists():
         raise StoreError(f"{path} already exists; the demo builds a new store: remove the file "
                          "or give another path")
-    total = pages * generations
-    batch = min(BATCH_RECORDS, max(MIN_BATCH, math.ceil(total / BATCH_TARGET)))
+    plan = _plan(pages, generations, seed)
+    total = pages * generations - sum(generations - crawl for crawl in plan.gone.values())
+    # Whole crawls in as few batches as the target allows: a batch costs a commit.
+    per_crawl = max(1, round(BATCH_TARGET / generations))
+    batch = min(BATCH_RECORDS, max(MIN_BATCH, math.ceil(pages / per_crawl)))
+    summary = IngestSummary()
 
-    def on_batch(summary: IngestSummary) -> None:
+    def on_batch(run: IngestSummary) -> None:
         if progress is not None:
-            progress(min(1.0, summary.records / total))
+            progress(min(1.0, (summary.records + run.records) / total))
 
-    items = (SourceRecord("demo", number, record)
-             for number, record in enumerate(_records(pages, generations, seed), start=1))
     # Built under another name and moved into place whole: a store at `path` is complete.
     _remove_abandoned_builds(path)
     building = path.with_name(f"{path.name}.building-{os.getpid()}")
     try:
         store = Store(building)
-        summary = Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers).run(items)
+        for crawl in range(generations):
+            summary.merge(_ingest_crawl(store, crawl, _crawl(plan, crawl), batch, workers, on_batch))
         store.compact()  # drop the space that trimming old generations freed: about half the file
         os.replace(building, path)
     finally:
@@ -510,4 +608,3 @@ def _remove_abandoned_builds(path: Path) -> None:
         pid = leftover.name.rpartition("-")[2].split(".")[0]
         if pid.isdigit() and not process_exists(int(pid)):
             leftover.unlink(missing_ok=True)
-

@@ -7,19 +7,24 @@ import hashlib
 import inspect
 import itertools
 import json
+import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 import pytest
 
-from cdc import CdcError
+from cdc import CdcError, demotext
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
-from cdc.demo import DEFAULT_PAGES, build_demo, demo_records
+from cdc.demo import DEFAULT_PAGES, HOSTS, build_demo, demo_records
+from cdc.ingest import Ingester
+from cdc.queries import compare_generations
 from cdc.store import Store
 
 PAGES, GENERATIONS = 40, 6
-FRAME = ("Site navigation", "Cookie notice", "Site footer", "Legal notice")
+FRAME = ("Site navigation", "Site banner", "Cookie notice", "Site footer", "Legal notice")
+PLACED = ("Price and availability", "Dates")  # the page's own, but not its paragraphs
+CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
 def digest(records) -> str:
@@ -27,17 +32,42 @@ def digest(records) -> str:
 
 
 def main_sections(record: dict) -> list[tuple[str, str]]:
-    """(heading, text) of the page's own sections: no frame, no price."""
-    return [(s["heading"], s["text"]) for s in record["sections"]
-            if s["heading"] not in FRAME and not s["text"].startswith("Price: $")]
+    """(heading, text) of the page's own paragraphs: no frame, no price, no dates."""
+    return [(s["heading"], s["text"]) for s in record["sections"] if s["heading"] not in FRAME + PLACED]
 
 
 def section(record: dict, heading: str) -> str | None:
     return next((s["text"] for s in record["sections"] if s["heading"] == heading), None)
 
 
-def paragraphs(sections: list[tuple[str, str]]) -> set[str]:
-    return {paragraph for _, text in sections for paragraph in text.split("\n\n")}
+def paragraphs(sections: list[tuple[str, str]]) -> list[str]:
+    return [paragraph for _, text in sections for paragraph in text.split("\n\n")]
+
+
+def host(record: dict) -> str:
+    return urlsplit(record["url"]).hostname
+
+
+def crawls(records) -> list[list[dict]]:
+    """Records in crawl order, cut where a URL comes round again."""
+    found: list[list[dict]] = [[]]
+    seen: set[str] = set()
+    for record in records:
+        if record["url"] in seen:
+            found.append([])
+            seen.clear()
+        seen.add(record["url"])
+        found[-1].append(record)
+    return found
+
+
+def a_typo(a: str, b: str) -> bool:
+    """Whether `a` and `b` differ by one typo: letters swapped, a character doubled, a word."""
+    start = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a, end_b = end_a - 1, end_b - 1
+    return max(end_a - start, end_b - start) <= 3
 
 
 def classify(old: dict, new: dict) -> set[str]:
@@ -51,22 +81,26 @@ def classify(old: dict, new: dict) -> set[str]:
     kinds = set()
     if framed and section(old, "Site navigation") != section(new, "Site navigation"):
         kinds.add("template")
+    if section(old, "Site banner") != section(new, "Site banner"):
+        kinds.add("banner")
     if section(old, "Price and availability") != section(new, "Price and availability"):
         kinds.add("price")
+    if section(old, "Dates") != section(new, "Dates"):
+        kinds.add("date")
     before, after = main_sections(old), main_sections(new)
     if before == after:
         return kinds
     if sorted(before) == sorted(after):
         return kinds | {"move"}
-    if not paragraphs(before) & paragraphs(after):
+    if not set(paragraphs(before)) & set(paragraphs(after)):
         return kinds | {"rewrite"}
-    changed = [(a, b) for (_, a), (_, b) in zip(before, after) if a != b]
-    assert len(before) == len(after) and len(changed) == 1, (before, after)
-    (a, b), = changed
-    if len(b.split("\n\n")) == len(a.split("\n\n")) + 1:
+    old_paragraphs, new_paragraphs = paragraphs(before), paragraphs(after)
+    if len(new_paragraphs) == len(old_paragraphs) + 1:
         return kinds | {"insert"}
-    words_a, words_b = a.split(" "), b.split(" ")
-    assert len(words_a) == len(words_b) and sum(x != y for x, y in zip(words_a, words_b)) == 1
+    if len(new_paragraphs) == len(old_paragraphs) - 1:
+        return kinds | {"delete"}
+    changed = [(a, b) for a, b in zip(old_paragraphs, new_paragraphs, strict=True) if a != b]
+    assert len(changed) == 1 and a_typo(*changed[0]), changed
     return kinds | {"typo"}
 
 
@@ -80,19 +114,22 @@ def test_the_same_seed_gives_the_same_records_and_another_seed_others():
 
 
 def test_records_have_the_seed_shape_in_crawl_order():
-    records = list(demo_records(30, 4))
-    assert len(records) == 30 * 4
-    urls = [r["url"] for r in records[:30]]
-    assert len(set(urls)) == 30
-    assert [r["url"] for r in records] == urls * 4  # all of crawl 1, then all of crawl 2, ...
+    records = list(demo_records(60, 4))
+    by_crawl = crawls(records)
+    assert len(by_crawl) == 4 and len(by_crawl[0]) == 60
+    urls = [r["url"] for r in by_crawl[0]]
+    assert len(set(urls)) == 60
+    for crawl in by_crawl[1:]:  # the same pages in the same order, save those that disappeared
+        assert [r["url"] for r in crawl] == [url for url in urls if url in {r["url"] for r in crawl}]
+    assert len(by_crawl[-1]) < 60  # some pages disappear
     for record in records:
         assert set(record) == {"url", "fetched_at", "title", "description", "sections"}
         assert record["fetched_at"].endswith("Z") and record["title"] and record["description"]
         assert all(set(s) == {"heading", "text"} and s["text"] for s in record["sections"])
     times = [datetime.fromisoformat(r["fetched_at"]) for r in records]
     assert times == sorted(times)
-    for i in range(30):  # one crawl a day
-        visits = times[i::30]
+    for url in urls:  # one crawl a day
+        visits = [datetime.fromisoformat(r["fetched_at"]) for r in records if r["url"] == url]
         assert all(timedelta(hours=20) < b - a < timedelta(hours=28) for a, b in itertools.pairwise(visits))
     assert len({urlsplit(url).hostname for url in urls}) == 6
 
@@ -113,26 +150,113 @@ def test_sizes_are_checked_at_the_call(pages, generations):
 def test_the_default_demo_holds_every_kind_of_edit_several_times():
     latest: dict[str, dict] = {}
     kinds: Counter[str] = Counter()
-    template_crawls: dict[str, set[int]] = defaultdict(set)
+    frame_crawls: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
     main_sizes = []
-    for number, record in enumerate(demo_records()):
-        crawl = number // DEFAULT_PAGES
-        if section(record, "Site navigation") is not None:
-            main_sizes.append(sum(len(text) for _, text in main_sections(record)))
-        old = latest.get(record["url"])
-        latest[record["url"]] = record
-        if old is None:
-            continue
-        found = classify(old, record)
-        kinds.update(found)
-        if "template" in found:
-            template_crawls[urlsplit(record["url"]).hostname].add(crawl)
+    by_crawl = crawls(demo_records())
+    for crawl, records in enumerate(by_crawl):
+        for record in records:
+            if section(record, "Site navigation") is not None:
+                main_sizes.append(sum(len(text.encode()) for _, text in main_sections(record)))
+            old = latest.get(record["url"])
+            latest[record["url"]] = record
+            if old is None:
+                continue
+            found = classify(old, record)
+            kinds.update(found)
+            for kind in {"template", "banner"} & found:
+                frame_crawls[kind][host(record)].add(crawl)
     assert len(latest) == DEFAULT_PAGES
-    for kind in ("unchanged", "price", "insert", "typo", "move", "rewrite", "recycle", "template"):
+    for kind in ("unchanged", "price", "date", "insert", "delete", "typo", "move", "rewrite", "recycle",
+                 "template", "banner"):
         assert kinds[kind] >= 3, (kind, kinds)
-    # A template changes on one crawl, on every page of its host (save recycled ones).
-    assert len(template_crawls) >= 2 and all(len(c) == 1 for c in template_crawls.values())
-    assert min(main_sizes) >= 1_000 and max(main_sizes) <= 20_000
+    # A template changes on one crawl, on every page of its host (save recycled ones); so
+    # does a banner appear, on another host.
+    templates, banners = frame_crawls["template"], frame_crawls["banner"]
+    assert len(templates) >= 2 and all(len(c) == 1 for c in templates.values())
+    assert len(banners) == 1 and all(len(c) == 1 for c in banners.values())
+    assert not set(banners) & set(templates)
+    assert min(main_sizes) >= 300 and max(main_sizes) <= 20_000  # deletes shrink some
+    # Pages disappear: found by the first crawl, gone from the last.
+    assert 0 < DEFAULT_PAGES - len(by_crawl[-1]) < DEFAULT_PAGES // 10
+
+
+def test_pages_are_in_two_scripts_and_japanese_and_chinese_pages_change():
+    records = list(demo_records(PAGES, GENERATIONS))
+    by_host: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        if section(record, "Site navigation") is not None:  # not a recycled URL's new page
+            by_host[host(record)].append(record)
+    for name in ("shop.example.jp", "news.example.cn"):
+        texts = [text for r in by_host[name] for _, text in main_sections(r)]
+        assert texts and all(CJK.search(text) for text in texts)
+        assert any(a != b for a, b in itertools.pairwise(json.dumps(r["sections"]) for r in by_host[name]))
+    for name in ("shop.example", "news.example", "docs.example", "blog.example"):
+        assert not any(CJK.search(text) for r in by_host[name] for _, text in main_sections(r))
+
+
+def _source_patterns() -> dict[str, list[re.Pattern]]:
+    """Per language and kind, a pattern for each sentence of the project's text file."""
+    text = demotext.lists()
+
+    def values(language: str, kind: str, slot: str) -> tuple[str, ...]:
+        return text.get(f"{language}.{kind}.{slot}") or text[f"{language}.{slot}"]
+
+    patterns: dict[str, list[re.Pattern]] = {}
+    for name, sentences in text.items():
+        language, kind, last = [*name.split("."), ""][:3]
+        if last not in ("sentence", "rewrite"):
+            continue
+        for sentence in sentences:
+            parts = re.split(r"\{(\w+)\}", sentence)
+            pattern = "".join(re.escape(part) if i % 2 == 0 else
+                              "(?:" + "|".join(map(re.escape, values(language, kind, part))) + ")"
+                              for i, part in enumerate(parts))
+            patterns.setdefault(f"{language}.{kind}", []).append(re.compile(pattern))
+    return patterns
+
+
+def _sentences(paragraph: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.?!。])\s*", paragraph) if s]
+
+
+def test_every_paragraph_is_real_text_from_the_sources():
+    """Sentences of the project's text file (slots filled from its lists) and the standard
+    library's docstrings, word for word, save one deliberate typo in a paragraph."""
+    patterns = _source_patterns()
+    markup = {s.removesuffix(".") for s in demotext.lists()["en.markup"]}
+    docs = set(demotext.docs().paragraphs)
+    kinds = {name: f"{language}.{kind}" for name, language, kind, _, _ in HOSTS}
+    checked = Counter()
+    for record in demo_records(PAGES, GENERATIONS):
+        framed = section(record, "Site navigation") is not None
+        kind = kinds[host(record)] if framed else "en.partner"
+        for paragraph in paragraphs(main_sections(record)):
+            for literal in markup:  # a quoted HTML-like sentence, put among the others
+                paragraph = paragraph.replace(literal + ". ", "").replace(". " + literal, "")
+            if kind == "en.docs":
+                assert paragraph in docs or any(len(p) in (len(paragraph), len(paragraph) - 1)
+                                                and a_typo(p, paragraph) for p in docs), paragraph
+                checked["docs"] += 1
+                continue
+            unmatched = [s for s in _sentences(paragraph)
+                         if not any(p.fullmatch(s) for p in patterns[kind])]
+            assert len(unmatched) <= 1, (kind, unmatched)
+            for sentence in unmatched:  # the typo: one sentence a character or two away
+                assert _near_a_source_sentence(sentence, patterns[kind]), (kind, sentence)
+                checked["typo"] += 1
+            checked[kind] += 1
+    assert {"docs", "typo", "en.shop", "en.news", "en.blog", "ja.shop", "zh.news"} <= set(checked)
+
+
+def _near_a_source_sentence(sentence: str, patterns: list[re.Pattern]) -> bool:
+    """Whether undoing one typo (two letters swapped, a character doubled, a CJK misspelling)
+    gives a source sentence."""
+    ends = range(len(sentence) - 1)
+    candidates = {sentence[:i] + sentence[i + 1] + sentence[i] + sentence[i + 2:] for i in ends}
+    candidates |= {sentence[:i] + sentence[i + 1:] for i in ends if sentence[i] == sentence[i + 1]}
+    for pairs in demotext.CJK_TYPOS.values():
+        candidates |= {sentence.replace(wrong, right) for right, wrong in pairs}
+    return any(p.fullmatch(candidate) for candidate in candidates for p in patterns)
 
 
 def test_some_text_is_html_like_and_stays_literal():
@@ -155,7 +279,8 @@ def demo(tmp_path_factory):
 def test_the_store_counts_match_the_summary(demo):
     store, summary, _ = demo
     stats = store.stats()
-    assert summary.records == PAGES * GENERATIONS and not summary.bad and not summary.stale
+    assert summary.records == len(list(demo_records(PAGES, GENERATIONS))) < PAGES * GENERATIONS
+    assert not summary.bad and not summary.stale
     assert stats["pages"] == len(summary.pages) == summary.new_pages == PAGES
     assert stats["generations"] == stats["changes"] == summary.new_generations
     assert summary.new_generations + summary.unchanged == summary.records
@@ -176,6 +301,54 @@ def test_a_shop_page_history_holds_the_price_change(demo):
     assert priced
     history = store.history(priced[0].natural_key)
     assert any(c.excerpt == "$19.99 → $24.99" and c.verdict == "minor" for c in history)
+
+
+def test_each_crawl_is_ingested_by_a_run_of_its_own(demo, monkeypatch, tmp_path):
+    runs: list[list[str]] = []
+    run = Ingester.run
+
+    def recording(self, items):
+        items = list(items)
+        runs.append(sorted({item.source for item in items}))
+        return run(self, items)
+
+    monkeypatch.setattr(Ingester, "run", recording)
+    build_demo(tmp_path / "runs.duckdb", 12, 3)
+    assert runs == [["demo crawl 1"], ["demo crawl 2"], ["demo crawl 3"]]
+
+
+def test_a_page_that_disappears_keeps_its_history_and_is_fetched_no_more(demo):
+    store, _, _ = demo
+    fetched = {key: store.page(key).last_checked for key in store.page_keys()}  # unchanged ones too
+    last_crawl = max(fetched.values()).date()
+    gone = [key for key, when in fetched.items() if when.date() < last_crawl]
+    assert 0 < len(gone) < PAGES // 5
+    assert all(store.generations(key) for key in gone)
+
+
+def test_the_banner_added_across_a_host_is_found_on_its_pages(demo):
+    store, _, _ = demo
+    records = list(demo_records(PAGES, GENERATIONS))
+    banner = next(section(r, "Site banner") for r in records if section(r, "Site banner"))
+    bannered = {host(r) for r in records if section(r, "Site banner")}
+    assert len(bannered) == 1
+    name, = bannered
+    found = [c for c in store.changes(host=name) if banner[:30] in (c.excerpt or "")]
+    assert len(found) >= len(store.page_keys(name)) // 2
+
+
+def test_japanese_and_chinese_edits_are_found_character_by_character(demo):
+    store, _, _ = demo
+    for name in ("shop.example.jp", "news.example.cn"):
+        small: list[str] = []  # the text of edits of one to four characters: a typo, a price
+        for key in store.page_keys(name):
+            retained = [g.generation for g in store.generations(key) if g.retained]
+            for old, new in itertools.pairwise(retained):
+                comparison = compare_generations(store, key, old, new, ignore_boilerplate=True)
+                text = comparison.new.text  # bytes: offsets and lengths count bytes
+                small += [text[e.new_offset:e.new_offset + e.new_length].decode()
+                          for e in comparison.report.edits if e.kind == "replace" and 0 < e.new_length <= 12]
+        assert any(CJK.search(edit) for edit in small), (name, small)
 
 
 def test_boilerplate_is_found_on_every_host_and_across_hosts(demo):
