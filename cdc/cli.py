@@ -177,16 +177,18 @@ def _print_summary(summary: IngestSummary, elapsed: float) -> None:
               f"pages             {len(summary.pages):>10,}  ({summary.new_pages:,} new)\n"
               f"new generations   {summary.new_generations:>10,}\n"
               f"unchanged         {summary.unchanged:>10,}\n"
-              f"older than stored {len(summary.stale):>10,}  (skipped: history is kept in fetch order)\n"
+              f"older than stored {summary.older:>10,}  (put in their place in fetch order)\n"
               f"bad records       {len(summary.bad):>10,}\n"
               f"time              {elapsed:>10.2f} s\n")
     problems = [f"{bad.source}:{bad.line}: {bad.reason}" for bad in summary.bad]
-    problems += [f"{source}:{line}: older than the stored history of {url}"
-                 for source, line, url in summary.stale]
     for problem in problems[:SHOWN_PROBLEMS]:
         out.write(f"  skipped {problem}\n")
     if len(problems) > SHOWN_PROBLEMS:
         out.write(f"  ... and {len(problems) - SHOWN_PROBLEMS:,} more\n")
+    for source, line, url in summary.same_time[:SHOWN_PROBLEMS]:
+        out.write(f"  kept both: {source}:{line}: {url} has other content fetched at the same time\n")
+    if len(summary.same_time) > SHOWN_PROBLEMS:
+        out.write(f"  ... and {len(summary.same_time) - SHOWN_PROBLEMS:,} more fetched at the same time\n")
 
 
 def _retention_policy(args: argparse.Namespace, current: RetentionPolicy) -> RetentionPolicy:
@@ -357,7 +359,7 @@ def _fetch_command(args: argparse.Namespace) -> int:
 def _compare_command(args: argparse.Namespace) -> int:
     store = _store(args)
     page = find_page(store, args.url)
-    if page.latest_generation == 1 and args.old is None and args.new in (None, 1):
+    if len(store.generations(page.natural_key)) == 1 and args.old is None:
         raise PageNotFoundError(
             f"{page.natural_key} has one generation (fetched {page.last_fetched:%Y-%m-%d %H:%M}): nothing to "
             "compare yet; a later crawl of the page that changed it makes the second")
@@ -378,11 +380,12 @@ def _history_command(args: argparse.Namespace) -> int:
     print(f"{page.natural_key}  host {page.host}  first seen {page.first_seen:%Y-%m-%d %H:%M}  "
           f"last checked {page.last_checked:%Y-%m-%d %H:%M}")
     template = {row.generation: row.template_only for row in store.history(page.natural_key)}
-    print("gen  fetched_at        verdict         unchanged   +bytes   -bytes  kept  template  what changed")
+    print("generation      fetched_at        verdict         unchanged   +bytes   -bytes  kept  template  "
+          "what changed")
     for g in store.generations(page.natural_key):
         unchanged = f"{g.unchanged_ratio:.3f}" if g.unchanged_ratio is not None else "-"
         flag = {True: "yes", False: "no"}.get(template.get(g.generation), "-")
-        print(f"{g.generation:>3}  {g.fetched_at:%Y-%m-%d %H:%M}  {g.verdict or '-':<14} {unchanged:>9} "
+        print(f"{g.generation:>14}  {g.fetched_at:%Y-%m-%d %H:%M}  {g.verdict or '-':<14} {unchanged:>9} "
               f"{g.bytes_added or 0:>8,} {g.bytes_removed or 0:>8,}  {'yes' if g.retained else 'no':>4}  "
               f"{flag:>8}  {(g.excerpt or '')[:60]}")
     return EXIT_OK

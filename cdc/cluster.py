@@ -42,7 +42,7 @@ import pyarrow as pa
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
-from cdc.ingest import IngestSummary, mark_revisits, share_out
+from cdc.ingest import IngestSummary, mark_revisits, reaching_back, share_out
 from cdc.lifeline import die_with_parent
 from cdc.observations import (
     ShardReport,
@@ -171,8 +171,10 @@ def _shard_weight(name: str) -> int:
 def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MAIN_CONTENT,
                    params: ChunkParams = DEFAULT_PARAMS, partitions: int | None = None,
                    on_progress: Callable[[ClusterSummary], None] | None = None,
-                   on_write: Callable[[WriteBatch], None] | None = None) -> ClusterSummary:
-    """Ingest `files` (paths the workers can read) into `store`; see the module docstring.
+                   on_write: Callable[[WriteBatch], None] | None = None,
+                   label: str | None = None) -> ClusterSummary:
+    """Ingest `files` (paths the workers can read) into `store`, as one run labelled `label`
+    (`cdc runs`); see the module docstring.
 
     `on_progress` is called after each shard is read and each partition is committed;
     `on_write` is given each partition's tables once committed (the Parquet lake).
@@ -197,6 +199,7 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
         # While the shards are read: made by the first write, a new store would add 20 ms
         # to it, at the end of the run if the partitions end together.
         store.create()
+        run = store.start_run(label, list(files))
         # Each report runs before any shard its worker has not started, so progress follows
         # the reading.
         report_futures = {client.submit(shard_report, shard, pure=False, priority=1): number
@@ -210,7 +213,7 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
         with store.write_lock():
             if summary.warc is not None:
                 store.claim_extraction_mode(mode)
-            pending = _submit_builds(client, store if stored else None, observed, reports, count, params)
+            pending = _submit_builds(client, store if stored else None, observed, reports, count, params, run)
             # Only the compare tasks are held from here: Dask frees each shard's observations
             # once the tasks that use them have run, and still recomputes any a dead worker
             # held while a compare task needs them.
@@ -226,6 +229,8 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
                 if on_progress:
                     on_progress(summary)
             mark_revisits(store, [revisit for report in reports for revisit in report.revisits])
+        counts = {**summary.ingest.counts(), "failed": len(summary.failed)}
+        store.finish_run(run, counts, summary.ingest.pages)
     finally:
         client.cancel(pending)
     return summary
@@ -281,7 +286,7 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
 
 
 def _submit_builds(client, store: Store | None, observed: list, reports: list[ShardReport], count: int,
-                   params: ChunkParams) -> list:
+                   params: ChunkParams, run: int) -> list:
     """One compare task per partition, given what the store holds of its pages (nothing, if
     `store` is None: a new one).
 
@@ -307,14 +312,14 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
              for worker, buckets, _ in dealt]
     for (worker, buckets, _), picked in zip(dealt, picks):
         local = held.get(worker, [])
-        states, known = {}, {}
+        states, histories = {}, {}
         if store:  # what the store holds of these pages, asked one partition at a time
-            keys = client.submit(partition_keys, picked, local, buckets, pure=False, priority=1).result()
+            earliest = client.submit(partition_keys, picked, local, buckets, pure=False, priority=1).result()
             with store.reading() as connection:
-                states = store.page_states(connection, keys)
-                known = store.known_versions(connection, keys)
-        builds.append(client.submit(build_partition, picked, local, buckets, states, known, policy, params,
-                                    pure=False, **_preferring(worker)))
+                states = store.page_states(connection, [key for key, _ in earliest])
+                histories = store.page_histories(connection, reaching_back(earliest, states))
+        builds.append(client.submit(build_partition, picked, local, buckets, states, histories, policy,
+                                    params, run, pure=False, **_preferring(worker)))
     return builds
 
 

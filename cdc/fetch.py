@@ -127,7 +127,7 @@ class FetchSummary:
     not_modified: int = 0
     new_generations: int = 0
     unchanged: int = 0
-    stale: int = 0
+    older: int = 0  # answers dated before the page's latest stored fetch, put in place
     skipped_non_html: int = 0
     failures: list[FetchFailure] = field(default_factory=list)
     redirects: dict[str, str] = field(default_factory=dict)
@@ -414,8 +414,11 @@ class _Run:
     """Collects results, writes them to the store in batches and to the WARC stream."""
 
     def __init__(self, store: Store, options: FetchOptions, urls: list[str],
-                 validators: dict[str, tuple[str | None, str | None]], warc_out: BinaryIO | None):
+                 validators: dict[str, tuple[str | None, str | None]], warc_out: BinaryIO | None,
+                 run_id: int = 0):
         self.store = store
+        self.run_id = run_id
+        self.ingested = IngestSummary()  # every batch's, for the run's counts
         self.options = options
         self.urls = urls
         self.validators = validators
@@ -468,7 +471,7 @@ class _Run:
         records = [SourceRecord(FETCH_SOURCE, result.index, record)
                    for result, record in pending if record is not None]
         if records:
-            self._count(Ingester(self.store).run(records))
+            self._count(Ingester(self.store, run_id=self.run_id).run(records))
         checked, validators = [], []
         for result, _ in pending:
             key = canonical_url(result.final_url)
@@ -487,7 +490,8 @@ class _Run:
         summary = self.summary
         summary.new_generations += ingest.new_generations
         summary.unchanged += ingest.unchanged
-        summary.stale += len(ingest.stale)
+        summary.older += ingest.older
+        self.ingested.merge(ingest)
         for bad in ingest.bad:
             known = bad.source == FETCH_SOURCE and 0 <= bad.line < len(self.urls)
             url = self.urls[bad.line] if known else "?"
@@ -538,8 +542,9 @@ async def _run(run: _Run, entries: list[tuple[int, str, str]], client: httpx.Asy
 
 
 def fetch_all(urls: list[str], store: Store, options: FetchOptions | None = None,
-              warc_out: BinaryIO | None = None) -> FetchSummary:
-    """Fetch `urls` into `store` (see the module docstring); never raises for one URL's failure.
+              warc_out: BinaryIO | None = None, label: str | None = None) -> FetchSummary:
+    """Fetch `urls` into `store` as one run labelled `label` (`cdc runs`; see the module
+    docstring); never raises for one URL's failure.
 
     Raises a StoreError when the store cannot be written, as ingest does.
     """
@@ -562,7 +567,8 @@ def fetch_all(urls: list[str], store: Store, options: FetchOptions | None = None
             validators = store.page_validators(connection, [key for _, _, key in entries])
     except StoreNotFoundError:
         validators = {}
-    run = _Run(store, options, list(urls), validators, warc_out)
+    run = _Run(store, options, list(urls), validators, warc_out,
+               store.start_run(label or f"fetch of {len(urls):,} URLs", []))
     run.summary.urls = len(urls)
     run.summary.failures.extend(failures)
 
@@ -576,4 +582,7 @@ def fetch_all(urls: list[str], store: Store, options: FetchOptions | None = None
 
     asyncio.run(main())
     run.summary.elapsed = time.perf_counter() - started
+    counts = run.ingested.counts()
+    counts.update(unchanged=counts["unchanged"] + run.summary.not_modified, failed=run.summary.failed)
+    store.finish_run(run.run_id, counts, run.ingested.pages)
     return run.summary

@@ -1,14 +1,18 @@
 """Ingest: crawl records in; generations, chunk rows and change rows out, in batches.
 
 For each batch of records: canonicalise each URL (the natural key) and read its fetch time;
-group the records by page; read what the store knows of those pages; build each page's new
-generations (`cdc.versions.build_pages`: normalise, digest, chunk, compare with exact
-edits); write everything in one transaction. Re-ingesting the same input changes nothing.
+group the records by page; read what the store knows of those pages (their whole history, for
+pages the batch reaches back into); build each page's history (`cdc.versions.build_pages`:
+normalise, digest, chunk, put each fetch in its place, compare with exact edits); write
+everything in one transaction. Re-ingesting the same input changes nothing, and the store
+ends the same for any order and split of the records.
 
 The per-page work is pure, so with `workers` above 1 it runs in forked worker processes,
 pages spread over them by size, while this process reads, plans and writes. A bad record
 (malformed JSON, no or invalid URL, no or unreadable fetch time) is skipped, counted and
-reported with its line; every good record around it is stored.
+reported with its line; every good record around it is stored. So is a fetch time more than
+a day in the future: a clock or a parser gone wrong, which would otherwise stand as the
+page's latest version for good.
 """
 
 from __future__ import annotations
@@ -19,18 +23,27 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
+from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content, chunks_from_lengths
 from cdc.collector import collector_paused
 from cdc.errors import InvalidUrlError
 from cdc.lifeline import follow_parent
 from cdc.sources import BadRecord, RawLine, SourceRecord
-from cdc.store import PageState, RetentionPolicy, Store, WriteBatch
+from cdc.store import PageHistory, PageState, RetentionPolicy, Store, WriteBatch, digest_list
 from cdc.urls import canonical_url, host_of
-from cdc.versions import NEW, PageOutcome, PageWork, Pending, StoredState, build_pages
+from cdc.versions import (
+    NEW,
+    Fetch,
+    PageOutcome,
+    PageWork,
+    Pending,
+    StoredGeneration,
+    StoredState,
+    build_pages,
+)
 from cdc.warc import RawPage, Revisit
 
 __all__ = [
@@ -42,6 +55,8 @@ __all__ = [
     "outcome_tables",
     "parse_time",
     "plan_pages",
+    "reaching_back",
+    "read_pages",
     "share_out",
     "triage",
 ]
@@ -54,33 +69,47 @@ BATCH_BYTES = 64 << 20  # of input
 # compiled ahead of time (380 MB with Numba's JIT loaded); 32 MB added about 50 MB.
 WARC_BATCH_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 4 << 20  # a smaller batch is not worth the trip to worker processes
+FUTURE_SLACK = timedelta(days=1)  # a fetch time later than this after now is refused
+# A record's place in the input: the input's number, then the record's within it, the same
+# for every way of ingesting (a cluster numbers its shards so): it orders two fetches of a
+# page made at the same time.
+INPUT_SHIFT = 40  # an input holds fewer than 2**40 records
 
 
 @dataclass
 class IngestSummary:
-    """What a run did; `bad` and `stale` list every skipped record with where it was."""
+    """What a run did; `bad` lists every skipped record with where it was, `same_time` every
+    record kept beside another of its page fetched at the same time with other content."""
 
     records: int = 0
     pages: set[str] = field(default_factory=set)
     new_pages: int = 0
-    new_generations: int = 0
+    new_generations: int = 0  # net: a generation whose start moved earlier is one less, one more
     unchanged: int = 0
-    stale: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
+    older: int = 0  # fetches before a page's latest stored one, put in their place
+    same_time: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
     bad: list[BadRecord] = field(default_factory=list)
     batches: int = 0
 
     @property
     def skipped(self) -> int:
-        return len(self.bad) + len(self.stale)
+        return len(self.bad)
 
     def add(self, outcome: PageOutcome) -> None:
         """Count what happened to one page's records."""
         self.pages.add(outcome.natural_key)
         self.new_pages += outcome.new_page
-        self.new_generations += len(outcome.generations)
+        self.new_generations += outcome.added_generations
         self.unchanged += outcome.unchanged
-        self.stale += outcome.stale
+        self.older += outcome.older
+        self.same_time += outcome.same_time
         self.bad += outcome.bad
+
+    def counts(self) -> dict[str, int]:
+        """The run's counts as `cdc runs` shows them."""
+        return {"records": self.records, "pages": len(self.pages), "new_pages": self.new_pages,
+                "changed": max(self.new_generations - self.new_pages, 0), "unchanged": self.unchanged,
+                "older": self.older, "skipped": len(self.bad), "failed": 0}
 
     def merge(self, other: IngestSummary) -> None:
         """Add a summary of other records (another shard, or another partition of pages)."""
@@ -89,7 +118,8 @@ class IngestSummary:
         self.new_pages += other.new_pages
         self.new_generations += other.new_generations
         self.unchanged += other.unchanged
-        self.stale += other.stale
+        self.older += other.older
+        self.same_time += other.same_time
         self.bad += other.bad
         self.batches += other.batches
 
@@ -108,6 +138,15 @@ def parse_time(value: object) -> datetime:
         raise ValueError(f"fetched_at is not an ISO 8601 time: {value[:60]!r}") from None
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+def fetch_time(value: object, now: datetime | None = None) -> datetime:
+    """`parse_time`, refusing a time more than a day after `now` (default: the clock)."""
+    parsed = parse_time(value)
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    if parsed > now + FUTURE_SLACK:
+        raise ValueError(f"fetched_at {parsed.isoformat()} is in the future (more than a day after now)")
     return parsed
 
 
@@ -132,7 +171,7 @@ def triage(item: SourceRecord | RawLine | RawPage,
             if isinstance(sections, list) else 0
     try:
         natural_key = canonical_url(record.get("url"))
-        fetched_at = parse_time(record.get("fetched_at"))
+        fetched_at = fetch_time(record.get("fetched_at"))
     except (InvalidUrlError, ValueError, OverflowError, OSError) as exc:
         return BadRecord(item.source, item.line, str(exc))
     retention_class = record.get("retention_class")
@@ -142,12 +181,23 @@ def triage(item: SourceRecord | RawLine | RawPage,
     return natural_key, retention_class, pending, parsed
 
 
-def _state(state: PageState | None, known: set[bytes]) -> StoredState | None:
+def _stored(state: PageState | None, history: PageHistory | None) -> StoredState | None:
+    """What `build_pages` knows of a page: its latest generation, or its whole history."""
     if state is None:
         return None
-    return StoredState(state.latest_generation, state.last_fetched, state.content_digest,
-                       state.retention_class, state.text, state.chunk_digests, state.chunk_lengths,
-                       frozenset(known))
+    if history is None:
+        generations = [StoredGeneration(state.latest_generation, state.last_fetched, state.content_digest,
+                                        state.length, state.chunk_count, state.first_run, state.text,
+                                        chunks_from_lengths(state.chunk_digests, state.chunk_lengths)
+                                        if state.text is not None else None, None)]
+        return StoredState(state.last_checked, state.retention_class, generations, [], complete=False)
+    generations = [StoredGeneration(row.generation, row.fetched_at, row.content_digest, row.length,
+                                    row.chunk_count, row.first_run, row.text,
+                                    chunks_from_lengths(digest_list(row.digests), row.lengths)
+                                    if row.lengths is not None else None, row.previous)
+                   for row in history.generations]
+    fetches = [Fetch(*row) for row in history.fetches]
+    return StoredState(state.last_checked, state.retention_class, generations, fetches, complete=True)
 
 
 def by_page(entries: list[tuple]) -> list[tuple[str, list[tuple]]]:
@@ -157,19 +207,38 @@ def by_page(entries: list[tuple]) -> list[tuple[str, list[tuple]]]:
     return [(key, list(group)) for key, group in itertools.groupby(entries, key=lambda entry: entry[0])]
 
 
+def reaching_back(earliest: Iterable[tuple[str, datetime]], states: dict[str, PageState]) -> list[str]:
+    """The pages, of (key, earliest fetch in the batch), whose fetches are not all after
+    everything stored of them: their whole history is read, to put those fetches in place."""
+    return [key for key, fetched_at in earliest if key in states and fetched_at <= states[key].last_checked]
+
+
 def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageState],
-               known: dict[str, set[bytes]], policy: RetentionPolicy) -> list[PageWork]:
-    """Each page's work: its records, what the store knows of it, and its retention limit.
-    The latest record's retention class wins, else the stored one."""
+               histories: dict[str, PageHistory], policy: RetentionPolicy, run: int = 0) -> list[PageWork]:
+    """Each page's work: its records, what the store knows of it (the whole history of
+    pages in `histories`, see `reaching_back`), and its retention limit. The class of the
+    page's latest record wins, else the stored one."""
     pages = []
     for key, entries in groups:
         state = states.get(key)
-        latest_class = max(entries, key=lambda entry: (entry[2].fetched_at, entry[2].sequence))[1]
-        retention_class = latest_class or (state.retention_class if state else None)
-        pages.append(PageWork(key, host_of(key), _state(state, known.get(key, set())),
+        latest = max(entries, key=lambda entry: (entry[2].fetched_at, entry[2].sequence))
+        newer = state is None or latest[2].fetched_at > state.last_checked
+        stored_class = state.retention_class if state else None
+        retention_class = (latest[1] or stored_class) if newer else (stored_class or latest[1])
+        pages.append(PageWork(key, host_of(key), _stored(state, histories.get(key)),
                               [entry[2] for entry in entries], policy.for_class(retention_class),
-                              retention_class))
+                              retention_class, run))
     return pages
+
+
+def read_pages(store: Store, connection, groups: list[tuple[str, list[tuple]]],
+               run: int = 0) -> list[PageWork]:
+    """`plan_pages` for a batch's pages, with what `connection` holds of them."""
+    keys = [key for key, _ in groups]
+    states = store.page_states(connection, keys)
+    earliest = [(key, min(entry[2].fetched_at for entry in entries)) for key, entries in groups]
+    histories = store.page_histories(connection, reaching_back(earliest, states))
+    return plan_pages(groups, states, histories, store.retention(connection), run)
 
 
 def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
@@ -230,11 +299,21 @@ class _Columns:
         self.changes: list[tuple] = []
         self.pages: list[tuple] = []
         self.checked: list[tuple] = []
+        self.fetches: list[tuple] = []
+        self.seen: list[tuple] = []  # natural_key, run, fetched_at, content_digest
+        self.removed_generations: list[tuple] = []
+        self.removed_changes: list[tuple] = []
 
     def add(self, outcome: PageOutcome) -> None:
         self.generations += outcome.generations
         self.chunks += outcome.chunks
         self.changes += outcome.changes
+        self.fetches += outcome.fetches
+        key = outcome.natural_key
+        if outcome.seen is not None:
+            self.seen.append((key, *outcome.seen))
+        self.removed_generations += [(key, generation) for generation in outcome.removed_generations]
+        self.removed_changes += [(key, generation) for generation in outcome.removed_changes]
         if outcome.page is not None:
             self.pages.append(outcome.page)
         elif outcome.last_checked is not None:
@@ -245,7 +324,11 @@ class _Columns:
         return WriteBatch(pages=_table(self.pages, _PAGES_SCHEMA), generations=generations,
                           chunks=_table(self.chunks, _CHUNKS_SCHEMA),
                           changes=_table(self.changes, _CHANGES_SCHEMA),
-                          checked=_table(self.checked, _CHECKED_SCHEMA))
+                          checked=_table(self.checked, _CHECKED_SCHEMA),
+                          fetches=_table(self.fetches, _FETCHES_SCHEMA),
+                          seen=_table(self.seen, _SEEN_SCHEMA),
+                          removed_generations=_table(self.removed_generations, _REMOVED_SCHEMA),
+                          removed_changes=_table(self.removed_changes, _REMOVED_SCHEMA))
 
 
 def _table(rows: list[tuple], schema: pa.Schema, text_column: int | None = None) -> pa.Table:
@@ -263,25 +346,34 @@ def _table(rows: list[tuple], schema: pa.Schema, text_column: int | None = None)
 _CHECKED_SCHEMA = pa.schema([("natural_key", pa.string()), ("last_checked", pa.timestamp("us"))])
 _PAGES_SCHEMA = pa.schema([
     ("natural_key", pa.string()), ("url", pa.string()), ("host", pa.string()),
-    ("retention_class", pa.string()), ("latest_generation", pa.int32()),
+    ("retention_class", pa.string()), ("latest_generation", pa.int64()),
     ("first_seen", pa.timestamp("us")), ("last_fetched", pa.timestamp("us")),
     ("last_checked", pa.timestamp("us")), ("etag", pa.string()), ("last_modified", pa.string()),
 ])
 _GENERATIONS_SCHEMA = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()), ("fetched_at", pa.timestamp("us")),
+    ("natural_key", pa.string()), ("generation", pa.int64()), ("fetched_at", pa.timestamp("us")),
     ("content_digest", pa.binary()), ("length", pa.int32()), ("chunk_count", pa.int32()),
-    ("text", pa.string()),
+    ("text", pa.string()), ("first_run", pa.int32()),
 ])
 _CHUNKS_SCHEMA = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()),
+    ("natural_key", pa.string()), ("generation", pa.int64()),
     ("digests", pa.binary()), ("lengths", pa.list_(pa.int32())),
 ])
 _CHANGES_SCHEMA = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()), ("previous_generation", pa.int32()),
+    ("natural_key", pa.string()), ("generation", pa.int64()), ("previous_generation", pa.int64()),
     ("fetched_at", pa.timestamp("us")), ("similarity", pa.float64()), ("unchanged_ratio", pa.float64()),
     ("retained_ratio", pa.float64()), ("bytes_added", pa.int32()), ("bytes_removed", pa.int32()),
-    ("regions", pa.int32()), ("verdict", pa.string()), ("excerpt", pa.string()),
+    ("regions", pa.int32()), ("verdict", pa.string()), ("excerpt", pa.string()), ("measure", pa.string()),
 ])
+_FETCHES_SCHEMA = pa.schema([
+    ("natural_key", pa.string()), ("fetched_at", pa.timestamp("us")), ("content_digest", pa.binary()),
+    ("run", pa.int32()), ("sequence", pa.int64()),
+])
+_SEEN_SCHEMA = pa.schema([
+    ("natural_key", pa.string()), ("run", pa.int32()), ("fetched_at", pa.timestamp("us")),
+    ("content_digest", pa.binary()),
+])
+_REMOVED_SCHEMA = pa.schema([("natural_key", pa.string()), ("generation", pa.int64())])
 
 
 class Ingester:
@@ -290,8 +382,13 @@ class Ingester:
     def __init__(self, store: Store, params: ChunkParams = DEFAULT_PARAMS,
                  batch_records: int = BATCH_RECORDS, batch_bytes: int = BATCH_BYTES,
                  on_batch: Callable[[IngestSummary], None] | None = None,
-                 workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None):
+                 workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None,
+                 label: str | None = None, inputs: Sequence[str] = (), run_id: int | None = None):
         self.store = store
+        self.label = label  # the run's label (`cdc runs`), by default what it ingests
+        self.inputs = list(inputs)
+        self.run_id = run_id  # given: batches of a run its caller started and ends (cdc fetch)
+        self._own_run = run_id is None
         self.params = params
         self.batch_records = batch_records
         self.batch_bytes = batch_bytes
@@ -302,8 +399,18 @@ class Ingester:
         self._pool: ProcessPoolExecutor | None = None
 
     def run(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> IngestSummary:
+        """Ingest records as one input, as one run."""
+        return self.run_inputs([items])
+
+    def run_inputs(self, inputs: Sequence[Iterable[SourceRecord | RawLine | BadRecord]]) -> IngestSummary:
+        """Ingest the records of several inputs (files), in order, as one run: each record
+        numbered by its input and its place in it (`INPUT_SHIFT`), as a cluster numbers them."""
+        numbered = ((number << INPUT_SHIFT | place, item) for number, items in enumerate(inputs)
+                    for place, item in enumerate(items, 1))
+        if self._own_run:
+            self.run_id = self.store.start_run(self.label, self.inputs)
         try:
-            for batch, size in self._batches(items):
+            for batch, size in self._batches(numbered):
                 self._ingest(batch, size)
                 self.summary.batches += 1
                 if self.on_batch:
@@ -312,6 +419,8 @@ class Ingester:
             self._close_pool(abandon=True)
             raise
         self._close_pool()
+        if self._own_run:
+            self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
         return self.summary
 
     def _close_pool(self, abandon: bool = False) -> None:
@@ -334,15 +443,16 @@ class Ingester:
         self._pool.shutdown(cancel_futures=True)
         self._pool = None
 
-    def _batches(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> Iterator[tuple[list, int]]:
+    def _batches(self, numbered: Iterable[tuple[int, SourceRecord | RawLine | BadRecord]]
+                 ) -> Iterator[tuple[list, int]]:
         batch: list[tuple[str, str | None, Pending, dict]] = []
         size = 0
-        for item in items:
+        for sequence, item in numbered:
             if isinstance(item, BadRecord):
                 self.summary.bad.append(item)
                 continue
             self.summary.records += 1
-            triaged = triage(item, self.summary.records)
+            triaged = triage(item, sequence)
             if isinstance(triaged, BadRecord):
                 self.summary.bad.append(triaged)
                 continue
@@ -356,13 +466,9 @@ class Ingester:
 
     def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int) -> None:
         groups = by_page(batch)
-        keys = [key for key, _ in groups]
         with self.store.write_lock():
             with self.store.writing() as connection:
-                states = self.store.page_states(connection, keys)
-                known = self.store.known_versions(connection, keys)
-                policy = self.store.retention(connection)
-            pages = plan_pages(groups, states, known, policy)
+                pages = read_pages(self.store, connection, groups, self.run_id or 0)
             parsed = {entry[2].sequence: entry[3] for entry in batch}
             outcomes = self._build(pages, size, parsed)
             for outcome in outcomes:

@@ -22,6 +22,7 @@ records, so ties between equal fetch times break the same way in both.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
@@ -30,16 +31,15 @@ import xxhash
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many, chunks_from_lengths
 from cdc.collector import collector_paused
 from cdc.extract import MAIN_CONTENT
-from cdc.ingest import IngestSummary, by_page, outcome_tables, plan_pages, triage
+from cdc.ingest import INPUT_SHIFT, IngestSummary, by_page, outcome_tables, plan_pages, triage
 from cdc.inputs import open_crawl_input
 from cdc.normalize import content_digest
 from cdc.sources import BadRecord, one_line
-from cdc.store import PageState, RetentionPolicy, WriteBatch
+from cdc.store import PageHistory, PageState, RetentionPolicy, WriteBatch
 from cdc.urls import host_of
 from cdc.versions import Pending, Prepared, build_pages, content_of
 from cdc.warc import Revisit, WarcSummary
 
-SHARD_SHIFT = 40  # a shard holds fewer than 2**40 records
 OBSERVE_BATCH = 2_000  # records normalised and chunked together (chunk_many's fixed cost)
 
 OBSERVATION_SCHEMA = pa.schema([
@@ -104,7 +104,7 @@ def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
                 report.bad.append(item)
                 continue
             report.records += 1
-            triaged = triage(item, (index << SHARD_SHIFT) | report.records)
+            triaged = triage(item, (index << INPUT_SHIFT) | report.records)
             if isinstance(triaged, BadRecord):
                 report.bad.append(triaged)
                 continue
@@ -157,24 +157,28 @@ def _bucket_rows(observed: Observed, buckets: list[int]) -> pa.Array:
 
 
 def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]],
-                   buckets: list[int]) -> list[str]:
-    """The distinct natural keys of one partition's observations (see build_partition): what
-    the store is asked about. Gathered one partition at a time, so the client never holds
-    the keys of the whole crawl."""
-    keys: set[str] = set()
-    for table in picked:
-        keys.update(table.column("natural_key").to_pylist())
-    for _, observed in held:  # the keys alone: the rest of the rows stays where it is
-        keys.update(observed.table.column("natural_key").take(_bucket_rows(observed, buckets)).to_pylist())
-    return sorted(keys)
+                   buckets: list[int]) -> list[tuple[str, datetime]]:
+    """The distinct natural keys of one partition's observations (see build_partition), each
+    with its earliest fetch: what the store is asked about (`cdc.ingest.reaching_back`).
+    Gathered one partition at a time, so the client never holds the keys of the whole crawl."""
+    earliest: dict[str, datetime] = {}
+    tables = [table.select(["natural_key", "fetched_at"]) for table in picked]
+    tables += [observed.table.select(["natural_key", "fetched_at"]).take(_bucket_rows(observed, buckets))
+               for _, observed in held]  # the keys and times alone: the rest stays where it is
+    for table in tables:
+        columns = (table.column(name).to_pylist() for name in ("natural_key", "fetched_at"))
+        for key, fetched_at in zip(*columns):
+            if key not in earliest or fetched_at < earliest[key]:
+                earliest[key] = fetched_at
+    return sorted(earliest.items())
 
 
 @collector_paused
 def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]], buckets: list[int],
-                    states: dict[str, PageState], known: dict[str, set[bytes]], policy: RetentionPolicy,
-                    params: ChunkParams = DEFAULT_PARAMS) -> tuple[WriteBatch, IngestSummary]:
+                    states: dict[str, PageState], histories: dict[str, PageHistory], policy: RetentionPolicy,
+                    params: ChunkParams = DEFAULT_PARAMS, run: int = 0) -> tuple[WriteBatch, IngestSummary]:
     """The rows one partition's pages add, from their observations and what the store holds
-    of them (`states`, `known`: `Store.page_states`, `Store.known_versions`).
+    of them (`states`, `histories`: `Store.page_states`, `Store.page_histories`).
 
     The observations are the partition's rows picked out of other workers' shards
     (`picked`), and its `buckets` of the shards this worker holds (`held`), taken here: those
@@ -189,7 +193,7 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
         prepared = Prepared(text, digest, chunks_from_lengths(digests, lengths))
         pending = Pending(sequence, source, line, url, fetched_at, prepared, size)
         entries.append((key, retention_class, pending))
-    outcomes = build_pages(plan_pages(by_page(entries), states, known, policy), params)
+    outcomes = build_pages(plan_pages(by_page(entries), states, histories, policy, run), params)
     summary = IngestSummary()
     for outcome in outcomes:
         summary.add(outcome)

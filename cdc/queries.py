@@ -29,6 +29,20 @@ def find_page(store: Store, url: str) -> PageInfo:
     raise PageNotFoundError(f"no page {key} in {store.path}{hint}")
 
 
+def _current_at(page: PageInfo, numbers: list[int], number: int) -> int:
+    """The generation a number names: the one it is, else the one current at that time."""
+    current = [held for held in numbers if held <= number]
+    if not current:
+        raise PageNotFoundError(
+            f"{page.natural_key} has no generation {number}: its generations are {_listed(numbers)} "
+            "(`cdc history` lists them)")
+    return current[-1]
+
+
+def _listed(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers)) if len(numbers) <= 4 else f"{numbers[0]} to {numbers[-1]}"
+
+
 def version_chunks(version: Version) -> list[Chunk]:
     return chunks_from_lengths([digest for digest, _ in version.chunks],
                                [length for _, length in version.chunks])
@@ -45,15 +59,20 @@ class Comparison:
 
 def compare_generations(store: Store, url: str, old: int | None = None, new: int | None = None,
                         ignore_boilerplate: bool = False) -> Comparison:
-    """Compare two retained generations of a page; by default the latest two."""
+    """Compare two retained generations of a page; by default the latest two, or `new` and
+    the one before it. A number is a generation's capture time (YYYYMMDDhhmmss): one that
+    no generation starts at names the generation current at that time."""
     page = find_page(store, url)
-    new = page.latest_generation if new is None else new
-    old = new - 1 if old is None else old
+    numbers = [g.generation for g in store.generations(page.natural_key)]
+    new = page.latest_generation if new is None else _current_at(page, numbers, new)
+    if old is None:
+        before = [number for number in numbers if number < new]
+        if not before:
+            raise PageNotFoundError(f"{page.natural_key} has no generation before {new} to compare it with")
+        old = before[-1]
+    old = _current_at(page, numbers, old)
     versions = []
     for generation in (old, new):
-        if not 1 <= generation <= page.latest_generation:
-            raise PageNotFoundError(
-                f"{page.natural_key} has generations 1 to {page.latest_generation}, not {generation}")
         version = store.version(page.natural_key, generation)
         if version is None:
             raise PageNotFoundError(

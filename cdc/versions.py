@@ -1,27 +1,38 @@
-"""A page's new generations from its records: the per-page work of ingest, as a pure function.
+"""A page's history from its fetches: the per-page work of ingest, as a pure function.
+
+A page's history is every fetch of it, in fetch order (ties in the order they arrived). A
+**generation** is a run of consecutive fetches with the same content, and it is named by its
+first fetch: `capture_id` writes that time as the number `YYYYMMDDhhmmss` (UTC), as the
+Wayback Machine names a capture. So what the store holds is a function of the set of fetches
+alone: whatever order they arrive in, in whatever batches, files and runs, it ends the same;
+and a generation number names the same content for good (a fetch of that content found later,
+earlier in time, moves the generation's start, and a number held before still falls inside
+it: the store resolves a number to the generation current at that time).
 
 `build_pages` takes pages (each: what the store knows of it, and the batch's records of it)
-and returns the rows to write. It reads no store and writes nothing, so it runs the same in
-the ingesting process, in a worker process, or on a cluster node. The rules:
+and returns the rows to write and remove. It reads no store and writes nothing, so it runs
+the same in the ingesting process, in a worker process, or on a cluster node. The rules:
 
-- Versions are taken in fetch order (input order breaks ties).
-- Content identical to the page's latest generation makes no new generation; it moves
-  `last_checked` forward. Content the page already had, fetched no later than its latest
-  generation, is a version already stored: unchanged, nothing written.
-- New content fetched before the latest generation is *stale*: history is kept in fetch
-  order, so it is skipped and reported.
-- Each new generation is chunked and compared with the one before it: with exact edits when
-  the previous text is retained, by chunks alone when it is not.
-- Text and chunk lists are written only for generations within the page's retention limit.
+- A fetch already stored (same time, same content) changes nothing: re-ingesting is free.
+- Content identical to the fetch before it makes no generation.
+- A fetch older than the page's latest is put in its place: the generations around it are
+  recomputed, and the change rows whose previous version changed are computed again. Pages
+  whose batch holds only fetches after everything stored (a crawl ingested in order) take a
+  shorter path that reads only their latest generation: the same rule, with nothing before
+  the latest to change.
+- Each change row says how it was measured: `edits` (both texts at hand: chunks and exact
+  word edits), `chunks` (both chunk lists, no texts) or `digests` (the previous version's
+  text was no longer retained: only that the content differs is known; verdict `changed`).
+- Text and chunk lists are written for the newest `keep` generations by fetch time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from cdc.chunking import Chunk, ChunkParams, chunk_many, chunks_from_lengths
+from cdc.chunking import Chunk, ChunkParams, chunk_many
 from cdc.chunks import stored_columns
 from cdc.collector import collector_paused
 from cdc.compare import ChangeReport, compare
@@ -32,7 +43,44 @@ if TYPE_CHECKING:
     from cdc.warc import RawPage
 
 NEW = "new"  # the verdict of a page's first generation
+UNMEASURED = "changed"  # the verdict of a change whose previous text was not retained
+EDITS, CHUNKS, DIGESTS = "edits", "chunks", "digests"  # how a change row was measured
 EXCERPT_CHARS = 200
+CAPTURE_FORMAT = "%Y%m%d%H%M%S"
+
+
+def capture_id(moment: datetime) -> int:
+    """A generation's number: the time of its first fetch as YYYYMMDDhhmmss (UTC)."""
+    return int(moment.strftime(CAPTURE_FORMAT))
+
+
+def capture_time(generation: int) -> datetime:
+    """The time a generation number spells (the second its first fetch fell in)."""
+    return datetime.strptime(str(generation), CAPTURE_FORMAT)
+
+
+def _after(previous: int | None, moment: datetime) -> int:
+    """The number of a generation first fetched at `moment`, after one numbered `previous`:
+    its capture id, or the next second after `previous` when two generations of a page
+    began in the same second."""
+    number = capture_id(moment)
+    if previous is not None and number <= previous:
+        number = capture_id(capture_time(previous) + timedelta(seconds=1))
+    return number
+
+
+def renumbered(rows: list[tuple[str, int, datetime]]) -> tuple[list[str], list[int], list[int]]:
+    """Keys, old numbers and capture ids of (natural_key, generation, fetched_at) rows in key
+    and generation order: an older store's generations 1, 2, 3 numbered as ingest numbers them."""
+    keys, old, new = [], [], []
+    previous_key, number = None, None
+    for key, generation, fetched_at in rows:
+        number = _after(number if key == previous_key else None, fetched_at)
+        previous_key = key
+        keys.append(key)
+        old.append(generation)
+        new.append(number)
+    return keys, old, new
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +97,7 @@ class Prepared:
 class Pending:
     """A record whose key and time are known, its content not yet normalised."""
 
-    sequence: int  # position in the input
+    sequence: int  # position in the input: the input's number, then the record's
     source: str
     line: int
     url: str
@@ -60,18 +108,49 @@ class Pending:
     size: int  # about how many bytes of text, to share work out evenly
 
 
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """One fetch of a page, as the store's `fetches` table keeps it."""
+
+    fetched_at: datetime
+    digest: bytes
+    run: int
+    sequence: int
+
+
+@dataclass(frozen=True)
+class StoredGeneration:
+    """A generation the store holds, with its text and chunks when they are retained."""
+
+    generation: int
+    fetched_at: datetime  # its first fetch
+    digest: bytes
+    length: int
+    chunk_count: int
+    first_run: int | None
+    text: bytes | None
+    chunks: list[Chunk] | None
+    previous: int | None  # the previous generation its change row was measured against
+
+
 @dataclass(frozen=True)
 class StoredState:
-    """What the store knows of a page before the batch."""
+    """What the store knows of a page before the batch.
 
-    latest_generation: int
-    last_fetched: datetime
-    content_digest: bytes
+    `generations` are all of them and `fetches` every fetch, in fetch order, when the batch
+    reaches back before the page's latest fetch (`complete`); otherwise `generations` is the
+    latest alone and `fetches` is empty: nothing before it can change.
+    """
+
+    last_seen: datetime  # the page's latest fetch (pages.last_checked)
     retention_class: str | None
-    text: bytes | None  # None when the latest generation's text was not retained
-    chunk_digests: list[bytes]
-    chunk_lengths: list[int]
-    known_digests: frozenset[bytes]  # content digests of all the page's generations
+    generations: list[StoredGeneration]
+    fetches: list[Fetch]
+    complete: bool
+
+    @property
+    def latest(self) -> StoredGeneration:
+        return self.generations[-1]
 
 
 @dataclass(frozen=True)
@@ -82,22 +161,35 @@ class PageWork:
     records: list[Pending]
     keep: int  # generations that keep text and chunk rows, for this page's retention class
     retention_class: str | None  # the latest record's class, else the stored one
+    run: int = 0  # the ingest run the records come in (`fetches.run`)
 
 
 @dataclass
 class PageOutcome:
-    """The rows one page adds, and what happened to each of its records."""
+    """The rows one page adds and removes, and what happened to each of its records."""
 
     natural_key: str
     generations: list[tuple] = field(default_factory=list)  # columns of `generations`
     chunks: list[tuple] = field(default_factory=list)  # columns of `chunk_lists`: a row per generation
     changes: list[tuple] = field(default_factory=list)  # columns of `changes`
-    page: tuple | None = None  # the page row, when it has a new generation
-    last_checked: datetime | None = None  # latest fetch of unchanged content
+    fetches: list[tuple] = field(default_factory=list)  # columns of `fetches`
+    removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
+    removed_changes: list[int] = field(default_factory=list)
+    page: tuple | None = None  # the page row, when its generations changed
+    last_checked: datetime | None = None  # latest new fetch, when no generation changed
+    seen: tuple[int, datetime, bytes] | None = None  # run, the batch's latest fetch of the page, its
+    # content digest (`page_runs`)
     unchanged: int = 0
-    stale: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
+    older: int = 0  # fetches before the page's latest stored one, put in place
+    same_time: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
     bad: list[BadRecord] = field(default_factory=list)
     new_page: bool = False
+
+    @property
+    def added_generations(self) -> int:
+        """Generations this page gained, net: a generation whose start moved is one less and
+        one more."""
+        return len(self.generations) - len(self.removed_generations)
 
 
 def content_of(payload: dict | RawLine | RawPage | Prepared) -> bytes | BadRecord:
@@ -134,44 +226,147 @@ def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 1] + "…"
 
 
-def _select(work: PageWork, contents: dict[int, bytes], digests: dict[int, bytes],
-            outcome: PageOutcome) -> list[Pending]:
-    """The records that become new generations, in order; the rest counted."""
+@dataclass
+class _Segment:
+    """A generation as the page's fetches make it: a run of fetches of one content."""
+
+    fetched_at: datetime
+    digest: bytes
+    first_run: int
+    generation: int = 0
+    stored: StoredGeneration | None = None  # the stored generation it is, unchanged
+
+
+@dataclass
+class _Plan:
+    """A page's history once its new fetches are in place, before any chunking."""
+
+    segments: list[_Segment]
+    first_kept: int  # segments before this one are not the planner's to change (the shorter path)
+    contents: dict[bytes, bytes]  # the batch's contents by digest
+    prepared: dict[bytes, list[Chunk]]  # chunks a cluster's map stage made, by digest
+
+
+def _plan(work: PageWork, contents: dict[int, bytes], outcome: PageOutcome) -> _Plan | None:
+    """Put the batch's fetches of a page in place; None when nothing changes but checks."""
     state = work.state
-    latest_time = state.last_fetched if state else None
-    latest_digest = state.content_digest if state else None
-    seen = set(state.known_digests) if state else set()
-    fresh = []
+    stored = state.fetches if state and state.complete else []
+    seen = {(fetch.fetched_at, fetch.digest) for fetch in stored}
+    by_digest: dict[bytes, bytes] = {}
+    prepared: dict[bytes, list[Chunk]] = {}
+    arrived: list[tuple[Fetch, Pending | None]] = [(fetch, None) for fetch in stored]
     for item in sorted(work.records, key=lambda r: (r.fetched_at, r.sequence)):
         if item.sequence not in contents:  # a bad record
             continue
         payload = item.payload
-        digest = digests[item.sequence] = payload.digest if isinstance(payload, Prepared) \
-            else content_digest(contents[item.sequence])
-        not_newer = latest_time is not None and item.fetched_at <= latest_time
-        if digest == latest_digest or (not_newer and digest in seen):
-            outcome.unchanged += 1  # a recheck, or a version the page already has
-            outcome.last_checked = max(outcome.last_checked or item.fetched_at, item.fetched_at)
+        digest = payload.digest if isinstance(payload, Prepared) else content_digest(contents[item.sequence])
+        if outcome.seen is None or item.fetched_at >= outcome.seen[1]:
+            outcome.seen = (work.run, item.fetched_at, digest)
+        if (item.fetched_at, digest) in seen:  # stored already, or twice in the input
+            outcome.unchanged += 1
             continue
-        if latest_time is not None and item.fetched_at < latest_time:
-            outcome.stale.append((item.source, item.line, item.url))
+        seen.add((item.fetched_at, digest))
+        fetch = Fetch(item.fetched_at, digest, work.run, item.sequence)
+        outcome.fetches.append((work.natural_key, fetch.fetched_at, digest, fetch.run, fetch.sequence))
+        if state is not None and item.fetched_at <= state.last_seen:
+            outcome.older += 1
+        by_digest.setdefault(digest, contents[item.sequence])
+        if isinstance(payload, Prepared):
+            prepared.setdefault(digest, payload.chunks)
+        arrived.append((fetch, item))
+    if not outcome.fetches:
+        return None
+    arrived.sort(key=lambda pair: (pair[0].fetched_at, pair[0].run, pair[0].sequence))
+
+    segments: list[_Segment] = []
+    first_kept = 0
+    if state is not None and not state.complete:  # the shorter path: after the latest alone
+        latest = state.latest
+        segments.append(_Segment(latest.fetched_at, latest.digest, latest.first_run or 0,
+                                 latest.generation, latest))
+        first_kept = 1
+    previous_time = None
+    for fetch, item in arrived:
+        if segments and segments[-1].digest == fetch.digest:
+            segments[-1].first_run = min(segments[-1].first_run, fetch.run)
+        else:
+            segments.append(_Segment(fetch.fetched_at, fetch.digest, fetch.run))
+            if fetch.fetched_at == previous_time and item is not None:
+                outcome.same_time.append((item.source, item.line, item.url))
+        previous_time = fetch.fetched_at
+    number = segments[0].generation if first_kept else None
+    for segment in segments[first_kept:]:
+        number = segment.generation = _after(number, segment.fetched_at)
+    if state is not None and state.complete:
+        by_number = {generation.generation: generation for generation in state.generations}
+        for segment in segments:
+            kept = by_number.get(segment.generation)
+            if kept is not None and kept.digest == segment.digest and kept.fetched_at == segment.fetched_at:
+                segment.stored = kept
+    return _Plan(segments, first_kept, by_digest, prepared)
+
+
+class _Versions:
+    """The text and chunks of each content a page's history holds, from the batch or the
+    store: identical content has one digest, so any generation of it serves."""
+
+    def __init__(self, work: PageWork, plan: _Plan):
+        self.texts = dict(plan.contents)
+        self.chunks = dict(plan.prepared)
+        self.sizes: dict[bytes, tuple[int, int]] = {}
+        for stored in work.state.generations if work.state else []:
+            self.sizes.setdefault(stored.digest, (stored.length, stored.chunk_count))
+            if stored.text is not None:
+                self.texts.setdefault(stored.digest, stored.text)
+            if stored.chunks is not None:
+                self.chunks.setdefault(stored.digest, stored.chunks)
+
+    def size(self, digest: bytes) -> tuple[int, int]:
+        """(length, chunk count) of a content."""
+        if digest in self.chunks and digest in self.texts:
+            return len(self.texts[digest]), len(self.chunks[digest])
+        return self.sizes[digest]
+
+    def measure(self, old: bytes, new: bytes) -> tuple[ChangeReport | None, str]:
+        if old in self.texts and new in self.texts and old in self.chunks and new in self.chunks:
+            return compare(self.chunks[old], self.chunks[new], old_text=self.texts[old],
+                           new_text=self.texts[new]), EDITS
+        if old in self.chunks and new in self.chunks:
+            return compare(self.chunks[old], self.chunks[new]), CHUNKS
+        return None, DIGESTS
+
+
+def _remeasured(plan: _Plan, number: int) -> bool:
+    """Whether segment `number` needs a change row made: it is new, or the generation
+    before it is not the one its stored row was measured against."""
+    segment = plan.segments[number]
+    previous = plan.segments[number - 1].generation if number else None
+    return segment.stored is None or segment.stored.previous != previous
+
+
+def _to_chunk(plan: _Plan, versions: _Versions) -> list[bytes]:
+    """The batch's contents a page's new rows need chunked: those of new generations, and
+    of both sides of each change row made again, where no chunks are at hand."""
+    needed: list[bytes] = []
+    for number in range(plan.first_kept, len(plan.segments)):
+        if not _remeasured(plan, number):
             continue
-        fresh.append(item)
-        seen.add(digest)
-        latest_time, latest_digest = item.fetched_at, digest
-    return fresh
+        for near in plan.segments[max(number - 1, 0):number + 1]:
+            digest = near.digest
+            if digest in plan.contents and digest not in versions.chunks and digest not in needed:
+                needed.append(digest)
+    return needed
 
 
 @collector_paused
 def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]:
-    """The rows each page adds (see the module docstring); pure. Built with the cycle
-    collector paused, as `chunk_many` builds its chunks."""
+    """The rows each page adds and removes (see the module docstring); pure. Built with the
+    cycle collector paused, as `chunk_many` builds its chunks."""
     outcomes = []
-    contents: dict[int, bytes] = {}
-    digests: dict[int, bytes] = {}
-    selected = []
+    planned = []
     for work in pages:
         outcome = PageOutcome(work.natural_key)
+        contents: dict[int, bytes] = {}
         for item in work.records:
             content = content_of(item.payload)
             if isinstance(content, BadRecord):
@@ -179,24 +374,30 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
             else:
                 contents[item.sequence] = content
         outcomes.append(outcome)
-        selected.append(_select(work, contents, digests, outcome))
-    fresh_items = [item for fresh in selected for item in fresh]
-    computed = iter(chunk_many([contents[item.sequence] for item in fresh_items
-                                if not isinstance(item.payload, Prepared)], params, threads=1))
-    all_chunks = iter([item.payload.chunks if isinstance(item.payload, Prepared) else next(computed)
-                       for item in fresh_items])
-    for work, outcome, fresh in zip(pages, outcomes, selected):
-        if fresh:
-            _add_generations(work, outcome, fresh, contents, digests, all_chunks)
+        plan = _plan(work, contents, outcome)
+        planned.append((plan, _Versions(work, plan)) if plan is not None else None)
+    wanted = [(versions, digest) for entry in planned if entry is not None
+              for plan, versions in [entry] for digest in _to_chunk(plan, versions)]
+    contents = [versions.texts[digest] for versions, digest in wanted]
+    for (versions, digest), chunks in zip(wanted, chunk_many(contents, params, threads=1)):
+        versions.chunks[digest] = chunks
+    for work, outcome, entry in zip(pages, outcomes, planned):
+        if entry is not None:
+            _emit(work, *entry, outcome)
     return outcomes
 
 
-def change_row(key: str, generation: int, fetched_at: datetime, report: ChangeReport | None,
-               old_text: bytes | None, content: bytes) -> tuple:
-    """The `changes` row of a generation: its measures against the one before (`report`,
-    None for a page's first generation)."""
+def change_row(key: str, generation: int, previous: int | None, fetched_at: datetime,
+               report: ChangeReport | None, old_text: bytes | None, content: bytes | None,
+               measure: str | None) -> tuple:
+    """The `changes` row of a generation: its measures against the one before (`report`;
+    None for a page's first generation, or a change that could not be measured)."""
+    if report is None and previous is not None:  # the previous text was not retained
+        return (key, generation, previous, fetched_at, None, None, None, None, None, None,
+                UNMEASURED, "", DIGESTS)
+    content = content or b""
     return (
-        key, generation, generation - 1 or None, fetched_at,
+        key, generation, previous, fetched_at,
         report.similarity if report else None,
         report.unchanged_ratio if report else None,
         report.retained_ratio if report else None,
@@ -205,36 +406,54 @@ def change_row(key: str, generation: int, fetched_at: datetime, report: ChangeRe
         len(report.changed_regions) + len(report.removed_regions) if report else 0,
         report.verdict if report else NEW,
         excerpt(report, old_text or b"", content),
+        measure,
     )
 
 
-def _add_generations(work: PageWork, outcome: PageOutcome, fresh: list[Pending],
-                     contents: dict[int, bytes], digests: dict[int, bytes], all_chunks) -> None:
-    state = work.state
+def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome) -> None:
+    """The rows of a planned history: new generations, change rows made again, and the
+    stored rows they replace."""
     key = work.natural_key
-    generation = state.latest_generation if state else 0
-    newest = generation + len(fresh)
+    state = work.state
+    segments = plan.segments
     outcome.new_page = state is None
-    old_text = state.text if state else None
-    old_chunks = chunks_from_lengths(state.chunk_digests, state.chunk_lengths) if state else []
-    for item in fresh:
-        content = contents[item.sequence]
-        chunks = next(all_chunks)
-        if generation == 0:
-            report = None
-        elif old_text is None:  # the previous text was not retained: chunks only
-            report = compare(old_chunks, chunks)
+    if state is not None and state.complete:
+        kept = {id(segment.stored) for segment in segments if segment.stored is not None}
+        outcome.removed_generations = [g.generation for g in state.generations if id(g) not in kept]
+        outcome.removed_changes = list(outcome.removed_generations)
+    for number in range(plan.first_kept, len(segments)):
+        segment = segments[number]
+        if not _remeasured(plan, number):
+            continue  # the stored generation and its change row stand
+        if segment.stored is None:
+            retained = number >= len(segments) - work.keep
+            length, chunk_count = versions.size(segment.digest)
+            text = versions.texts.get(segment.digest) if retained else None
+            chunks = versions.chunks.get(segment.digest) if text is not None else None
+            outcome.generations.append((key, segment.generation, segment.fetched_at, segment.digest,
+                                        length, chunk_count, text if chunks is not None else None,
+                                        segment.first_run))
+            if chunks is not None:
+                outcome.chunks.append((key, segment.generation, *stored_columns(chunks)))
         else:
-            report = compare(old_chunks, chunks, old_text=old_text, new_text=content)
-        generation += 1
-        retained = generation > newest - work.keep
-        outcome.generations.append((key, generation, item.fetched_at, digests[item.sequence],
-                                    len(content), len(chunks), content if retained else None))
-        if retained:
-            outcome.chunks.append((key, generation, *stored_columns(chunks)))
-        outcome.changes.append(change_row(key, generation, item.fetched_at, report, old_text, content))
-        old_text, old_chunks = content, chunks
-    first, last = fresh[0], fresh[-1]
-    outcome.page = (key, last.url, work.host, work.retention_class, generation, first.fetched_at,
-                    last.fetched_at, max(last.fetched_at, outcome.last_checked or last.fetched_at),
-                    None, None)
+            outcome.removed_changes.append(segment.generation)
+        before = segments[number - 1] if number else None
+        report, measure = versions.measure(before.digest, segment.digest) if before else (None, None)
+        outcome.changes.append(change_row(
+            key, segment.generation, before.generation if before else None, segment.fetched_at, report,
+            versions.texts.get(before.digest) if before else None, versions.texts.get(segment.digest),
+            measure))
+    if not outcome.generations and not outcome.removed_generations and not outcome.changes:
+        outcome.last_checked = max(fetch[1] for fetch in outcome.fetches)
+        outcome.unchanged += len(outcome.fetches)
+        return
+    started = {segment.fetched_at for segment in segments if segment.stored is None}
+    outcome.unchanged += sum(fetch[1] not in started for fetch in outcome.fetches)
+    latest = segments[-1]
+    newest = max(fetch[1] for fetch in outcome.fetches)
+    url = max((r for r in work.records if r.fetched_at == newest), key=lambda r: r.sequence).url
+    first_seen = min(fetch[1] for fetch in outcome.fetches)
+    if state is not None and state.complete:
+        first_seen = min(first_seen, segments[0].fetched_at)
+    outcome.page = (key, url, work.host, work.retention_class, latest.generation, first_seen,
+                    latest.fetched_at, newest, None, None)

@@ -51,9 +51,18 @@ def consistency_problems(path: Path) -> dict[str, int]:
             ANTI JOIN (SELECT * FROM generations WHERE text IS NOT NULL) g USING (natural_key, generation)""",
         "page whose latest_generation is not its last generation": """
             SELECT count(*) FROM pages p
-            LEFT JOIN (SELECT natural_key, max(generation) AS last, count(*) AS n
+            LEFT JOIN (SELECT natural_key, max(generation) AS last, max(fetched_at) AS fetched
                        FROM generations GROUP BY natural_key) g USING (natural_key)
-            WHERE g.last IS NULL OR p.latest_generation <> g.last OR g.n <> g.last""",
+            WHERE g.last IS NULL OR p.latest_generation <> g.last OR p.last_fetched <> g.fetched""",
+        "change not measured against the generation before it": """
+            SELECT count(*) FROM changes c JOIN (
+                SELECT natural_key, generation, fetched_at,
+                       lag(generation) OVER (PARTITION BY natural_key ORDER BY generation) AS before,
+                       lag(fetched_at) OVER (PARTITION BY natural_key ORDER BY generation) AS before_at
+                FROM generations) g USING (natural_key, generation)
+            WHERE c.previous_generation IS DISTINCT FROM g.before OR g.before_at >= g.fetched_at""",
+        "fetch without a generation of its content": """
+            SELECT count(*) FROM fetches f ANTI JOIN generations g USING (natural_key, content_digest)""",
         "generation without its page": """
             SELECT count(*) FROM generations g ANTI JOIN pages p USING (natural_key)""",
     }

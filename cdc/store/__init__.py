@@ -9,6 +9,7 @@
 - `writer`: the ingest write path: page states, a batch in one transaction, retention and
   its trim, validators, the extraction mode, and the re-chunking of `cdc migrate`;
 - `reads`: what the views and the CLI read, and the dataclasses they get back;
+- `runs`: crawl runs started and finished, a run's end trimming the texts of its pages;
 - `layout` and `lookups`: the `chunk_lists` row (digests end to end, lengths) cut into
   chunks, and the bounded lookups by key that the writer and the reads share.
 
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
 from cdc.store.connection import LOCK_TIMEOUT, Connections
+from cdc.store.layout import digest_list
 from cdc.store.reads import (
     BOILERPLATE_MIN_PAGES,
     BOILERPLATE_SHARE,
@@ -35,11 +37,20 @@ from cdc.store.reads import (
     Reads,
     Version,
 )
+from cdc.store.runs import Runs
 from cdc.store.schema import INDEXES, SCHEMA, SCHEMA_VERSION, TABLES, Schema
-from cdc.store.writer import DEFAULT_KEEP, PageState, RetentionPolicy, WriteBatch, Writer
+from cdc.store.writer import (
+    DEFAULT_KEEP,
+    PageHistory,
+    PageState,
+    RetentionPolicy,
+    StoredRow,
+    WriteBatch,
+    Writer,
+)
 
 
-class Store(Connections, Schema, Writer, Reads):
+class Store(Connections, Schema, Writer, Reads, Runs):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
@@ -61,6 +72,7 @@ __all__ = [
     "TABLES",
     "ChangeRow",
     "GenerationInfo",
+    "PageHistory",
     "PageInfo",
     "PageState",
     "RetentionPolicy",
@@ -69,6 +81,8 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "StoreNotFoundError",
+    "StoredRow",
     "Version",
     "WriteBatch",
+    "digest_list",
 ]

@@ -24,7 +24,6 @@ from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
 from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
-    LISTS_OF_CHUNK_ROWS,
     SCHEMA_VERSION,
     STORED_TABLES,
     WRITER_CONFIG,
@@ -111,10 +110,14 @@ class Connections:
     def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only connection for a few queries; released at the end of the block."""
         with self._connect(write=False) as connection:
-            if self._check_meta(connection) < SCHEMA_VERSION:
-                # Read-only, an older layout cannot be upgraded (the next write does it):
-                # its chunk rows are read as lists, a little slower.
-                connection.execute(LISTS_OF_CHUNK_ROWS)
+            current = self._check_meta(connection) >= SCHEMA_VERSION
+            if current:
+                yield connection
+                return
+        # An older layout is upgraded first, as a writer would (one transaction), then read.
+        with self.writing():
+            pass
+        with self._connect(write=False) as connection:
             yield connection
 
     def create(self) -> None:

@@ -75,6 +75,8 @@ class GenerationInfo:
     bytes_added: int | None
     bytes_removed: int | None
     excerpt: str | None
+    measure: str | None = None  # edits, chunks, or digests (the previous text was gone)
+    content_digest: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,11 @@ class ChangeRow:
     similarity: float | None
     unchanged_ratio: float | None
     retained_ratio: float | None
-    bytes_added: int
-    bytes_removed: int
-    regions: int
+    bytes_added: int | None  # None where the change could not be measured (`measure` digests)
+    bytes_removed: int | None
+    regions: int | None
     excerpt: str | None
+    measure: str | None  # edits, chunks, or digests: the previous text was no longer retained
     # Every changed chunk is the host's boilerplate (a template change), at query time
     # against the boilerplate as it is then; None for a first sighting, or where either
     # generation's chunk rows are no longer retained.
@@ -110,7 +113,7 @@ class ChangeRow:
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
-                   "c.bytes_removed, c.regions, c.excerpt")
+                   "c.bytes_removed, c.regions, c.excerpt, c.measure")
 
 
 def _template_digests(among: str = "") -> str:
@@ -221,20 +224,27 @@ class Reads:
         """Every generation of a page, oldest first, with the change that made it."""
         with self.reading() as connection:
             rows = connection.execute("""
-                SELECT generation, fetched_at, length, chunk_count, text IS NOT NULL
+                SELECT generation, fetched_at, length, chunk_count, text IS NOT NULL, content_digest
                 FROM generations WHERE natural_key = ?
             """, [natural_key]).fetchall()
             changes = {row[0]: row[1:] for row in connection.execute("""
                 SELECT generation, verdict, similarity, unchanged_ratio, retained_ratio,
-                       bytes_added, bytes_removed, excerpt
+                       bytes_added, bytes_removed, excerpt, measure
                 FROM changes WHERE natural_key = ?
             """, [natural_key]).fetchall()}
-        blank = (None,) * 7
-        return [GenerationInfo(*row, *changes.get(row[0], blank)) for row in sorted(rows)]
+        blank = (None,) * 8
+        return [GenerationInfo(*row[:5], *changes.get(row[0], blank), content_digest=row[5])
+                for row in sorted(rows)]
 
     def version(self, natural_key: str, generation: int) -> Version | None:
-        """A retained generation's text and chunks; None when it is not retained."""
-        return self.versions(natural_key, [generation]).get(generation)
+        """A retained generation's text and chunks; None when it is not retained. A number no
+        generation starts at names the generation current at that time (a later-found fetch
+        of its content can move a generation's start earlier): its `generation` says which."""
+        with self.reading() as connection:
+            current = _one(connection.execute(
+                "SELECT max(generation) FROM generations WHERE natural_key = ? AND generation <= ?",
+                [natural_key, generation]))[0]
+            return None if current is None else self.versions(natural_key, [current], connection).get(current)
 
     def versions(self, natural_key: str, generations: Sequence[int],
                  connection: duckdb.DuckDBPyConnection | None = None) -> dict[int, Version]:

@@ -19,7 +19,17 @@ Tables (all times UTC):
   generation, chunk_index, digest, length), a row per chunk, for queries written to the
   seed's schema. The store's own queries read `chunk_lists`.
 - `changes`: one row per generation, kept for good (it holds no content beyond a short
-  excerpt): the measures of the change from the previous generation, and its verdict.
+  excerpt): the measures of the change from the previous generation, its verdict, and how it
+  was measured (`measure`: edits, chunks, or digests when the previous text was gone).
+- `fetches`: one row per fetch of a page (time, content digest, the run that brought it and
+  its place in that run's input), kept for good: a page's history is its fetches in fetch
+  order, so a fetch that arrives late is put in its place (`cdc.versions`).
+- `runs`: one row per ingest or fetch run: label, start and end, inputs, counts.
+- `page_runs`: one row per page and run that saw it: the latest fetch of the page in that run
+  and its content digest. What changed on a site between two runs is a join of two runs' rows.
+
+A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
+numbers order as fetch times do and never come to name another version.
 """
 
 from __future__ import annotations
@@ -29,14 +39,16 @@ import re
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreError
 from cdc.store.layout import _chunks_of
 from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
-#    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it.
-SCHEMA_VERSION = 2
+#    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
+# 3: generations numbered by capture time, the fetches and runs recorded.
+SCHEMA_VERSION = 3
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
@@ -62,7 +74,7 @@ WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacu
 
 CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
         natural_key VARCHAR NOT NULL,
-        generation INTEGER NOT NULL,
+        generation BIGINT NOT NULL,
         digests BLOB NOT NULL,
         lengths INTEGER[] NOT NULL
     )"""
@@ -78,7 +90,7 @@ SCHEMA = [
         url VARCHAR NOT NULL,
         host VARCHAR NOT NULL,
         retention_class VARCHAR,
-        latest_generation INTEGER NOT NULL,
+        latest_generation BIGINT NOT NULL,
         first_seen TIMESTAMP NOT NULL,
         last_fetched TIMESTAMP NOT NULL,
         last_checked TIMESTAMP NOT NULL,
@@ -87,28 +99,58 @@ SCHEMA = [
     )""",
     """CREATE TABLE IF NOT EXISTS generations (
         natural_key VARCHAR NOT NULL,
-        generation INTEGER NOT NULL,
+        generation BIGINT NOT NULL,
         fetched_at TIMESTAMP NOT NULL,
         content_digest BLOB NOT NULL,
         length INTEGER NOT NULL,
         chunk_count INTEGER NOT NULL,
-        text VARCHAR USING COMPRESSION uncompressed
+        text VARCHAR USING COMPRESSION uncompressed,
+        first_run INTEGER
     )""",
     CHUNK_LISTS_TABLE,
     CONTENT_CHUNKS_VIEW,
     """CREATE TABLE IF NOT EXISTS changes (
         natural_key VARCHAR NOT NULL,
-        generation INTEGER NOT NULL,
-        previous_generation INTEGER,
+        generation BIGINT NOT NULL,
+        previous_generation BIGINT,
         fetched_at TIMESTAMP NOT NULL,
         similarity DOUBLE,
         unchanged_ratio DOUBLE,
         retained_ratio DOUBLE,
-        bytes_added INTEGER NOT NULL,
-        bytes_removed INTEGER NOT NULL,
-        regions INTEGER NOT NULL,
+        bytes_added INTEGER,
+        bytes_removed INTEGER,
+        regions INTEGER,
         verdict VARCHAR NOT NULL,
-        excerpt VARCHAR
+        excerpt VARCHAR,
+        measure VARCHAR
+    )""",
+    """CREATE TABLE IF NOT EXISTS fetches (
+        natural_key VARCHAR NOT NULL,
+        fetched_at TIMESTAMP NOT NULL,
+        content_digest BLOB NOT NULL,
+        run INTEGER NOT NULL,
+        sequence BIGINT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run INTEGER NOT NULL,
+        label VARCHAR NOT NULL,
+        started_at TIMESTAMP NOT NULL,
+        ended_at TIMESTAMP,
+        inputs VARCHAR[] NOT NULL,
+        records BIGINT,
+        pages BIGINT,
+        new_pages BIGINT,
+        changed BIGINT,
+        unchanged BIGINT,
+        older BIGINT,
+        skipped BIGINT,
+        failed BIGINT
+    )""",
+    """CREATE TABLE IF NOT EXISTS page_runs (
+        natural_key VARCHAR NOT NULL,
+        run INTEGER NOT NULL,
+        fetched_at TIMESTAMP NOT NULL,
+        content_digest BLOB NOT NULL
     )""",
 ]
 
@@ -122,12 +164,13 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS generations_key ON generations (natural_key)",
     "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
     "CREATE INDEX IF NOT EXISTS changes_key ON changes (natural_key)",
+    "CREATE INDEX IF NOT EXISTS fetches_key ON fetches (natural_key)",
 ]
 
 # The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
 # the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
-STORED_TABLES = ("pages", "generations", "chunk_lists", "changes")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -152,8 +195,33 @@ UPGRADE_TO_LISTS = [
     "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
     "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
 ]
-# A reader of a schema-1 store (read-only: it cannot upgrade it) sees its chunk rows as lists.
-LISTS_OF_CHUNK_ROWS = f"CREATE OR REPLACE TEMP VIEW chunk_lists AS {_LISTS_OF_ROWS}"
+# Schema 2 to 3: the tables whose generation numbers become capture times are made again
+# under the new layout (DuckDB cannot change a column's type under an index or a view).
+RENUMBERED_TABLES = ("pages", "generations", "chunk_lists", "changes")
+UPGRADE_TO_CAPTURE_IDS = [
+    """INSERT INTO generations SELECT g.natural_key, r.generation, g.fetched_at, g.content_digest,
+           g.length, g.chunk_count, g.text, NULL FROM old_generations g
+       JOIN renumbered r ON r.natural_key = g.natural_key AND r.old = g.generation""",
+    """INSERT INTO chunk_lists SELECT c.natural_key, r.generation, c.digests, c.lengths FROM old_chunk_lists c
+       JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation""",
+    """INSERT INTO changes SELECT c.natural_key, r.generation, p.generation, c.fetched_at, c.similarity,
+           c.unchanged_ratio, c.retained_ratio, c.bytes_added, c.bytes_removed, c.regions, c.verdict,
+           c.excerpt, NULL FROM old_changes c
+       JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation
+       LEFT JOIN renumbered p ON p.natural_key = c.natural_key AND p.old = c.previous_generation""",
+    """INSERT INTO pages SELECT p.natural_key, p.url, p.host, p.retention_class, r.generation,
+           p.first_seen, p.last_fetched, p.last_checked, p.etag, p.last_modified FROM old_pages p
+       JOIN renumbered r ON r.natural_key = p.natural_key AND r.old = p.latest_generation""",
+    # The fetches a schema-2 store knew of: each generation's first, and the latest check.
+    """INSERT INTO fetches SELECT natural_key, fetched_at, content_digest, 0, 0 FROM generations""",
+    """INSERT INTO fetches SELECT p.natural_key, p.last_checked, g.content_digest, 0, 0
+       FROM pages p JOIN generations g
+         ON g.natural_key = p.natural_key AND g.generation = p.latest_generation
+       WHERE p.last_checked > g.fetched_at""",
+    """INSERT INTO runs SELECT 0, 'before runs were recorded', min(first_seen), max(last_checked), [],
+           NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL FROM pages HAVING count(*) > 0""",
+    "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+]
 
 SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
 
@@ -212,23 +280,52 @@ class Schema:
                 ("retention", RetentionPolicy().to_json()),
             ])
             return
-        if self._check_meta(connection) < SCHEMA_VERSION:
-            self._upgrade(connection)
+        version = self._check_meta(connection)
+        if version < SCHEMA_VERSION:
+            self._upgrade(connection, version)
         for statement in INDEXES:  # a store made before an index was added gets it now
             connection.execute(statement)
 
-    def _upgrade(self, connection: duckdb.DuckDBPyConnection) -> None:
-        """Schema 1 to 2 in one transaction: each generation's chunk rows become one list row
-        (killed midway, the store is as it was). A rewrite of the chunk rows: seconds for a
-        million of them."""
+    def _upgrade(self, connection: duckdb.DuckDBPyConnection, version: int) -> None:
+        """An older layout made current in one transaction (killed midway, the store is as it
+        was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
+        generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
+        and the fetches the store knew of are recorded. A rewrite of the tables: seconds for
+        a million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
-            for statement in UPGRADE_TO_LISTS:
-                connection.execute(statement)
+            if version < 2:
+                for statement in UPGRADE_TO_LISTS:
+                    connection.execute(statement)
+            self._renumber(connection)
         except BaseException:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+
+    def _renumber(self, connection: duckdb.DuckDBPyConnection) -> None:
+        from cdc.versions import renumbered
+
+        rows = connection.execute("SELECT natural_key, generation, fetched_at FROM generations "
+                                  "ORDER BY natural_key, generation").fetchall()
+        connection.execute("DROP VIEW content_chunks")
+        for statement in INDEXES:
+            connection.execute(f"DROP INDEX IF EXISTS {statement.split()[5]}")
+        for table in RENUMBERED_TABLES:
+            connection.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+        for statement in SCHEMA:
+            connection.execute(statement)
+        keys, old, new = renumbered(rows)
+        connection.register("renumbered", pa.table({
+            "natural_key": pa.array(keys, pa.string()), "old": pa.array(old, pa.int64()),
+            "generation": pa.array(new, pa.int64())}))
+        try:
+            for statement in UPGRADE_TO_CAPTURE_IDS:
+                connection.execute(statement)
+        finally:
+            connection.unregister("renumbered")
+        for table in RENUMBERED_TABLES:
+            connection.execute(f"DROP TABLE old_{table}")
 
     def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> int:
         """The store's schema version, once its meta rows are checked against this cdc."""

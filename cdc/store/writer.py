@@ -64,6 +64,33 @@ class PageState:
     text: bytes | None
     chunk_digests: list[bytes]
     chunk_lengths: list[int]
+    length: int
+    chunk_count: int
+    first_run: int | None
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One generation of a page's whole history, as ingest reads it to put a fetch in place:
+    its text and chunk list when retained, and the generation its change row was measured
+    against."""
+
+    generation: int
+    fetched_at: datetime
+    content_digest: bytes
+    length: int
+    chunk_count: int
+    first_run: int | None
+    text: bytes | None
+    digests: bytes | None
+    lengths: list[int] | None
+    previous: int | None
+
+
+@dataclass(frozen=True)
+class PageHistory:
+    generations: list[StoredRow]  # in order
+    fetches: list[tuple[datetime, bytes, int, int]]  # fetched_at, content digest, run, sequence
 
 
 @dataclass(frozen=True)
@@ -75,6 +102,10 @@ class WriteBatch:
     chunks: pa.Table  # the columns of `chunk_lists`: a row per retained generation
     changes: pa.Table
     checked: pa.Table  # natural_key, last_checked: pages seen again with identical content
+    fetches: pa.Table  # the columns of `fetches`: fetches not stored before
+    seen: pa.Table  # the columns of `page_runs`: each page's latest fetch in the batch
+    removed_generations: pa.Table  # natural_key, generation: rows (and chunk lists) replaced
+    removed_changes: pa.Table  # natural_key, generation: change rows measured again
 
     @property
     def rows(self) -> int:
@@ -109,9 +140,9 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
     def of_latest(row: tuple) -> bool:
         return latest.get(row[0]) == row[1]
 
-    generations = {key: (digest, text) for key, _, digest, text in _by_keys(connection, """
-        SELECT natural_key, generation, content_digest, encode(text) FROM generations
-        WHERE natural_key IN ({keys})
+    generations = {key: rest for key, _, *rest in _by_keys(connection, """
+        SELECT natural_key, generation, content_digest, encode(text), length, chunk_count, first_run
+        FROM generations WHERE natural_key IN ({keys})
     """, keys, of_latest)}
     chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_keys(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
@@ -126,7 +157,7 @@ def _latest_by_scan(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) 
     with _registered(connection, "wanted_keys", _key_table(keys)):
         rows = connection.execute("""
             SELECT p.natural_key, p.retention_class, p.latest_generation, p.last_fetched,
-                   p.last_checked, g.content_digest, encode(g.text)
+                   p.last_checked, g.content_digest, encode(g.text), g.length, g.chunk_count, g.first_run
             FROM pages p
             JOIN wanted_keys w USING (natural_key)
             JOIN generations g ON g.natural_key = p.natural_key
@@ -210,53 +241,77 @@ class Writer:
         for key, retention_class, generation, fetched, checked in pages:
             if key not in generations:
                 continue
-            content_digest, text = generations[key]
+            content_digest, text, length, chunk_count, first_run = generations[key]
             digests, lengths = chunks.get(key, (b"", []))
             states[key] = PageState(key, retention_class, generation, fetched, checked, content_digest, text,
-                                    digest_list(digests), lengths)
+                                    digest_list(digests), lengths, length, chunk_count, first_run)
         return states
 
-    def known_versions(self, connection: duckdb.DuckDBPyConnection,
-                       keys: Sequence[str]) -> dict[str, set[bytes]]:
-        """The content digest of every generation of the pages among `keys`."""
+    def page_histories(self, connection: duckdb.DuckDBPyConnection,
+                       keys: Sequence[str]) -> dict[str, PageHistory]:
+        """Every generation (retained texts and chunk lists included) and every fetch of the
+        pages among `keys`: what ingest reads of a page whose batch reaches back before its
+        latest fetch. Looked up by key, table by table, as `page_states` does."""
         if not keys:
             return {}
-        if len(keys) <= INDEXED_LOOKUP_KEYS:
-            rows = _by_keys(connection, """
-                SELECT natural_key, content_digest FROM generations WHERE natural_key IN ({keys})
-            """, keys)
-        else:
-            with _registered(connection, "wanted_keys", _key_table(keys)):
-                rows = connection.execute("""
-                    SELECT g.natural_key, g.content_digest
-                    FROM generations g JOIN wanted_keys w USING (natural_key)
-                """).fetchall()
-        known: dict[str, set[bytes]] = {}
-        for key, digest in rows:
-            known.setdefault(key, set()).add(digest)
-        return known
+        generations = _by_keys(connection, """
+            SELECT natural_key, generation, fetched_at, content_digest, length, chunk_count, first_run,
+                   encode(text) FROM generations WHERE natural_key IN ({keys})
+        """, keys)
+        lists = {(key, generation): (digests, lengths) for key, generation, digests, lengths in _by_keys(
+            connection, "SELECT natural_key, generation, digests, lengths FROM chunk_lists "
+                        "WHERE natural_key IN ({keys})", keys)}
+        previous = {(key, generation): before for key, generation, before in _by_keys(
+            connection, "SELECT natural_key, generation, previous_generation FROM changes "
+                        "WHERE natural_key IN ({keys})", keys)}
+        histories = {key: PageHistory([], []) for key in keys}
+        for key, generation, *columns, text in sorted(generations, key=lambda row: (row[0], row[1])):
+            digests, lengths = lists.get((key, generation), (None, None))
+            histories[key].generations.append(StoredRow(generation, *columns, text, digests, lengths,
+                                                        previous.get((key, generation))))
+        for key, *fetch in _by_keys(connection, """
+                SELECT natural_key, fetched_at, content_digest, run, sequence FROM fetches
+                WHERE natural_key IN ({keys})""", keys):
+            histories[key].fetches.append(tuple(fetch))
+        return {key: history for key, history in histories.items() if history.generations}
 
     def write(self, connection: duckdb.DuckDBPyConnection, batch: WriteBatch) -> None:
-        """Append one batch: rows in bulk, pages upserted, old generations trimmed."""
-        for name, table in (("batch_pages", batch.pages), ("batch_generations", batch.generations),
-                            ("batch_chunks", batch.chunks), ("batch_changes", batch.changes),
-                            ("batch_checked", batch.checked)):
+        """One batch in one transaction: the rows a late fetch replaces removed, rows appended
+        in bulk, pages upserted. Texts past the retention limit are trimmed at the end of the
+        run (`finish_run`): a fetch arriving later in the run may need them to be measured."""
+        tables = {"batch_pages": batch.pages, "batch_generations": batch.generations,
+                  "batch_chunks": batch.chunks, "batch_changes": batch.changes,
+                  "batch_checked": batch.checked, "batch_fetches": batch.fetches, "batch_seen": batch.seen,
+                  "removed_generations": batch.removed_generations, "removed_changes": batch.removed_changes}
+        for name, table in tables.items():
             connection.register(name, table)
         try:
-            # Only pages stored before can have generations to trim: a batch's own generations
-            # past the limit come without text or chunk lists (cdc.versions). The trim scans the
-            # whole generations and chunk list tables, so a batch of new pages only, as in a
-            # first crawl, skips it.
+            if batch.removed_generations.num_rows:
+                for table in ("generations", "chunk_lists"):
+                    connection.execute(f"""
+                        DELETE FROM {table} USING removed_generations r
+                        WHERE {table}.natural_key = r.natural_key AND {table}.generation = r.generation""")
+            if batch.removed_changes.num_rows:
+                connection.execute("""
+                    DELETE FROM changes USING removed_changes r
+                    WHERE changes.natural_key = r.natural_key AND changes.generation = r.generation""")
+            # Only pages stored before have rows to update: a batch of new pages only, as in a
+            # first crawl, skips the updates (each a scan of pages).
             seen_before = _one(connection.execute("SELECT count(*) FROM batch_pages "
                                                   "WHERE natural_key IN (SELECT natural_key FROM pages)"))[0]
             connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
             connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
             connection.execute("INSERT INTO changes SELECT * FROM batch_changes")
+            connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
+            connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
             if seen_before:
+                # The URL and class of the page's latest fetch: a late fetch changes neither.
                 connection.execute("""
-                    UPDATE pages SET url = b.url,
+                    UPDATE pages SET
+                           url = CASE WHEN b.last_checked >= pages.last_checked THEN b.url ELSE pages.url END,
                            retention_class = coalesce(b.retention_class, pages.retention_class),
                            latest_generation = b.latest_generation, last_fetched = b.last_fetched,
+                           first_seen = least(pages.first_seen, b.first_seen),
                            last_checked = greatest(pages.last_checked, b.last_checked)
                     FROM batch_pages b WHERE pages.natural_key = b.natural_key
                 """)
@@ -271,11 +326,8 @@ class Writer:
                     UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
                     FROM batch_checked c WHERE pages.natural_key = c.natural_key
                 """)
-            if seen_before:
-                self._trim(connection, "SELECT natural_key FROM batch_pages")
         finally:
-            for name in ("batch_pages", "batch_generations", "batch_chunks", "batch_changes",
-                         "batch_checked"):
+            for name in tables:
                 connection.unregister(name)
 
     # --- live fetching: conditional-request validators --------------------------------------
@@ -333,7 +385,8 @@ class Writer:
             connection.unregister("batch_checked")
 
     def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> None:
-        """Drop text and chunk lists of generations past each page's retention limit."""
+        """Drop text and chunk lists of generations past each page's retention limit: all but
+        its newest `keep` by fetch time (generation numbers order as fetch times do)."""
         policy = self.retention(connection)
         limits = pa.table({
             "retention_class": pa.array([name for name, _ in policy.classes], pa.string()),
@@ -341,22 +394,25 @@ class Writer:
         })
         connection.register("class_limits", limits)
         try:
-            # keys_query is one of this module's own constant queries, never user input.
+            # keys_query is one of this package's own constant queries, never user input.
             expired = f"""
-                SELECT p.natural_key, p.latest_generation - coalesce(l.keep, ?) AS last_expired
-                FROM pages p LEFT JOIN class_limits l USING (retention_class)
-                WHERE p.natural_key IN ({keys_query})
+                SELECT g.natural_key, g.generation FROM (
+                    SELECT natural_key, generation, text IS NOT NULL AS held,
+                           row_number() OVER (PARTITION BY natural_key ORDER BY generation DESC) AS newest
+                    FROM generations WHERE natural_key IN ({keys_query})
+                ) g JOIN pages p USING (natural_key) LEFT JOIN class_limits l USING (retention_class)
+                WHERE g.held AND g.newest > coalesce(l.keep, ?)
             """
-            connection.execute(f"""
-                DELETE FROM chunk_lists USING ({expired}) e
-                WHERE chunk_lists.natural_key = e.natural_key
-                  AND chunk_lists.generation <= e.last_expired
-            """, [policy.keep])
-            connection.execute(f"""
-                UPDATE generations SET text = NULL FROM ({expired}) e
-                WHERE generations.natural_key = e.natural_key
-                  AND generations.generation <= e.last_expired AND generations.text IS NOT NULL
-            """, [policy.keep])
+            connection.execute(f"CREATE OR REPLACE TEMP TABLE expired AS {expired}", [policy.keep])
+            connection.execute("""
+                DELETE FROM chunk_lists USING expired e
+                WHERE chunk_lists.natural_key = e.natural_key AND chunk_lists.generation = e.generation
+            """)
+            connection.execute("""
+                UPDATE generations SET text = NULL FROM expired e
+                WHERE generations.natural_key = e.natural_key AND generations.generation = e.generation
+            """)
+            connection.execute("DROP TABLE expired")
         finally:
             connection.unregister("class_limits")
 

@@ -1,0 +1,62 @@
+"""Crawl runs: each `cdc ingest` and `cdc fetch` is a run with an id, a label, its start and
+end, its inputs and its counts; the pages it saw are in `page_runs`.
+
+A run ends by trimming the texts of the pages it saw to their retention limit, in the same
+transaction that records its counts: within a run every text stays at hand, so a version
+that arrives after its neighbours (another file of the same crawl) is measured with exact
+edits, however the run's records were split into files and batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cdc.store.lookups import _key_table, _one, _registered
+
+RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
+
+
+def default_label(inputs: Sequence[str]) -> str:
+    """What a run ingested, when it was given no label."""
+    names = [Path(name).name if name != "-" else "standard input" for name in inputs]
+    if not names:
+        return "ingest"
+    return names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Runs:
+    """Runs, mixed into `Store` after `Writer` (whose `_trim` a run's end calls): started
+    before a run's first batch, finished after its last."""
+
+    def start_run(self, label: str | None, inputs: Sequence[str]) -> int:
+        """A new run's id (one more than the last), recorded as started now."""
+        with self.writing() as connection:
+            (run,) = _one(connection.execute("SELECT coalesce(max(run), 0) + 1 FROM runs"))
+            connection.execute(
+                "INSERT INTO runs (run, label, started_at, inputs) VALUES (?, ?, ?, ?)",
+                [run, label or default_label(inputs), _now(), [str(name) for name in inputs]])
+        return run
+
+    def finish_run(self, run: int, counts: dict[str, int], pages: Iterable[str]) -> None:
+        """Record a run's end and counts, and trim the texts of the pages it saw."""
+        with self.writing() as connection:
+            with _registered(connection, "run_pages", _key_table(sorted(pages))):
+                self._trim(connection, "SELECT natural_key FROM run_pages")
+            # One row per page for the run: the latest of those its batches wrote.
+            connection.execute("""
+                CREATE OR REPLACE TEMP TABLE seen AS
+                SELECT natural_key, run, max(fetched_at) AS fetched_at,
+                       arg_max(content_digest, fetched_at) AS content_digest
+                FROM page_runs WHERE run = ? GROUP BY natural_key, run""", [run])
+            connection.execute("DELETE FROM page_runs WHERE run = ?", [run])
+            connection.execute("INSERT INTO page_runs SELECT * FROM seen")
+            connection.execute("DROP TABLE seen")
+            assignments = ", ".join(f"{name} = ?" for name in RUN_COUNTS)
+            connection.execute(f"UPDATE runs SET ended_at = ?, {assignments} WHERE run = ?",
+                               [_now(), *(counts.get(name) for name in RUN_COUNTS), run])

@@ -1,0 +1,260 @@
+"""History in fetch order whatever the ingest order: versions put in their place, one store
+for any split and order of the records, generation numbers that keep naming one version.
+A real DuckDB file in a temporary directory."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc.ingest import Ingester
+from cdc.queries import compare_generations
+from cdc.sources import SourceRecord
+from cdc.store import TABLES, RetentionPolicy, Store
+from cdc.versions import capture_id
+from tests import crawlgen
+from tests.storerows import consistency_problems, store_rows
+
+URL = "https://a.example/p"
+
+
+def records_of(fetches: list[tuple[str, int, str]]) -> list[dict]:
+    """Records of (url, hour, body) fetches."""
+    return [crawlgen.record(url, 0, body) | {"fetched_at": (crawlgen.START + timedelta(hours=hour)).isoformat()}
+            for url, hour, body in fetches]
+
+
+def ingest(store: Store, *inputs: list[dict], batch_records: int = 4_000, **kwargs):
+    """One run over `inputs`, each a list of records standing for one file."""
+    return Ingester(store, batch_records=batch_records, **kwargs).run_inputs(
+        [[SourceRecord(f"input{n}.jsonl", line, record) for line, record in enumerate(records, 1)]
+         for n, records in enumerate(inputs)])
+
+
+def rows(path: Path) -> dict[str, list[tuple]]:
+    return store_rows(path, TABLES)
+
+
+def without_runs(tables: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
+    """Rows with the run that first saw each generation left out: two runs made in another
+    order are numbered the other way."""
+    return {name: [row[:-1] for row in table] if name == "generations" else table
+            for name, table in tables.items()}
+
+
+def bodies(seed: int, count: int) -> list[str]:
+    return crawlgen.page_versions(seed, count, size=1_500)
+
+
+def test_a_version_older_than_the_latest_is_put_in_its_place(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    one, two, three = bodies(1, 3)
+    ingest(store, records_of([(URL, 10, one), (URL, 30, three)]))
+    summary = ingest(store, records_of([(URL, 20, two)]))
+    assert summary.older == 1 and summary.new_generations == 1 and not summary.bad
+    history = store.generations(URL)
+    assert [g.fetched_at.hour for g in history] == [10, 20, 6]  # 30 hours is 06:00 the next day
+    assert [g.verdict for g in history] == ["new", "minor", "minor"]
+    changes = store.history(URL)
+    assert [c.previous_generation for c in changes] == [None, history[0].generation, history[1].generation]
+    assert "EDIT1" in changes[1].excerpt and "EDIT2" in changes[2].excerpt  # each against the one before
+    assert store.page(URL).latest_generation == history[-1].generation
+    assert not any(consistency_problems(store.path).values())
+
+
+def test_generation_numbers_are_capture_times_and_keep_naming_one_version(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    one, two, three, four = bodies(2, 4)
+    ingest(store, records_of([(URL, 20, two), (URL, 40, four)]))
+    held = [g.generation for g in store.generations(URL)]
+    assert held == [capture_id(datetime(2026, 1, 1, 20)), capture_id(datetime(2026, 1, 2, 16))]
+    before = compare_generations(store, URL, held[0], held[1])
+    ingest(store, records_of([(URL, 10, one), (URL, 30, three)]))
+    assert len(store.generations(URL)) == 4
+    after = compare_generations(store, URL, held[0], held[1])
+    assert (after.old.text, after.new.text) == (before.old.text, before.new.text)
+    assert [g.generation for g in store.generations(URL)][1::2] == held
+
+
+def test_an_earlier_fetch_of_the_same_content_moves_the_start_and_old_numbers_still_resolve(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    one, two = bodies(3, 2)
+    ingest(store, records_of([(URL, 10, one), (URL, 30, two)]))
+    held = store.generations(URL)[-1].generation
+    summary = ingest(store, records_of([(URL, 20, two)]))
+    assert summary.new_generations == 0 and summary.older == 1
+    moved = store.generations(URL)[-1]
+    assert moved.generation == capture_id(datetime(2026, 1, 1, 20)) != held
+    assert store.version(URL, held).generation == moved.generation  # the old number still resolves
+    assert store.version(URL, held).text == store.version(URL, moved.generation).text
+
+
+def test_content_seen_again_after_a_change_found_later_is_a_generation_again(tmp_path):
+    """A, A fetched; then B, fetched between them, arrives: the history is A, B, A."""
+    store = Store(tmp_path / "cdc.duckdb")
+    a, b = bodies(4, 2)
+    ingest(store, records_of([(URL, 10, a), (URL, 30, a)]))
+    assert len(store.generations(URL)) == 1
+    ingest(store, records_of([(URL, 20, b)]))
+    history = store.generations(URL)
+    assert [g.fetched_at.hour for g in history] == [10, 20, 6]
+    assert history[0].content_digest == history[2].content_digest != history[1].content_digest
+    assert [g.verdict for g in history] == ["new", "minor", "minor"]
+    texts = [store.version(URL, g.generation).text for g in history]
+    assert texts[2] == texts[0] != texts[1] and a.split(" ")[3] in texts[2].decode()
+
+
+@st.composite
+def histories(draw):
+    """Fetches of a few pages: distinct hours a page, contents from a small pool (so a
+    content comes back), with the shuffle, the split into inputs and the batch size."""
+    fetches = []
+    for page in range(draw(st.integers(1, 3))):
+        pool = bodies(10 + page, 3)
+        hours = draw(st.lists(st.integers(0, 200), min_size=1, max_size=7, unique=True))
+        fetches += [(f"https://h{page % 2}.example/p{page}", hour, pool[draw(st.integers(0, 2))])
+                    for hour in hours]
+    seed = draw(st.integers(0, 2**32 - 1))
+    inputs = draw(st.integers(1, 4))
+    batch = draw(st.integers(1, 8))
+    return fetches, seed, inputs, batch
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_any_order_and_split_of_the_records_gives_the_same_store(history):
+    fetches, seed, inputs, batch = history
+    records = records_of(fetches)
+    with tempfile.TemporaryDirectory() as directory:
+        in_order = Store(Path(directory) / "in-order.duckdb")
+        ingest(in_order, sorted(records, key=lambda r: (r["fetched_at"], r["url"])))
+        shuffled = records[:]
+        random.Random(seed).shuffle(shuffled)
+        parts = [shuffled[n::inputs] for n in range(inputs)]
+        other = Store(Path(directory) / "shuffled.duckdb")
+        ingest(other, *parts, batch_records=batch)
+        assert rows(other.path) == rows(in_order.path)
+        assert not any(consistency_problems(other.path).values())
+
+
+def test_a_backfill_ends_in_the_store_of_the_in_order_ingest(tmp_path):
+    """The newer half of each page's history first, the older half in a later run."""
+    records = crawlgen.crawl(hosts=2, pages=3, versions=6)
+    times = sorted({r["fetched_at"] for r in records})
+    older = [r for r in records if r["fetched_at"] < times[3]]
+    newer = [r for r in records if r["fetched_at"] >= times[3]]
+    keep_all = RetentionPolicy(keep=10)
+    in_order, backfilled = Store(tmp_path / "in-order.duckdb"), Store(tmp_path / "backfilled.duckdb")
+    for store in (in_order, backfilled):
+        store.set_retention(keep_all)
+    ingest(in_order, older)
+    ingest(in_order, newer)
+    ingest(backfilled, newer)
+    summary = ingest(backfilled, older)
+    assert summary.older == len(older) and summary.new_generations == len(older)
+    assert without_runs(rows(backfilled.path)) == without_runs(rows(in_order.path))
+
+
+def test_a_backfill_past_the_retained_texts_says_which_changes_it_could_not_measure(tmp_path):
+    records = crawlgen.crawl(hosts=1, pages=2, versions=6)
+    times = sorted({r["fetched_at"] for r in records})
+    older = [r for r in records if r["fetched_at"] < times[2]]
+    newer = [r for r in records if r["fetched_at"] >= times[2]]
+    in_order, backfilled = Store(tmp_path / "in-order.duckdb"), Store(tmp_path / "backfilled.duckdb")
+    ingest(in_order, older)
+    ingest(in_order, newer)
+    ingest(backfilled, newer)
+    ingest(backfilled, older)
+    # Keep 3: the oldest of the newer four had lost its text when the older two came, so its
+    # change from the version before is known to be a change, not measured.
+    want, got = (store_rows(store.path, ("changes",))["changes"] for store in (in_order, backfilled))
+    boundary = capture_id(datetime.fromisoformat(times[2]).replace(tzinfo=None))
+    differing = [(a, b) for a, b in zip(got, want) if a != b]
+    assert len(got) == len(want) and [a[1] for a, _ in differing] == [boundary, boundary]
+    for row, _ in differing:
+        assert (row[10], row[12], row[4]) == ("changed", "digests", None)
+    assert all(b[12] == "edits" for _, b in differing)
+    assert store_rows(backfilled.path, ("pages", "generations"))["generations"][0][:7] == \
+        store_rows(in_order.path, ("pages", "generations"))["generations"][0][:7]
+
+
+def test_reingesting_anything_changes_nothing(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    records = crawlgen.crawl(hosts=1, pages=2, versions=4)
+    ingest(store, records[::2])
+    ingest(store, records[1::2])
+    before = rows(store.path)
+    again = ingest(store, records[::-1], batch_records=3)
+    assert again.new_generations == 0 and again.unchanged == len(records) and again.older == 0
+    assert rows(store.path) == before
+
+
+def test_a_fetch_time_in_the_future_is_reported_and_nothing_stored_for_it(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    one, two = bodies(5, 2)
+    soon = datetime.now(UTC) + timedelta(hours=20)
+    later = datetime.now(UTC) + timedelta(days=3)
+    good = crawlgen.record(URL, 0, one)
+    records = [good, crawlgen.record(URL, 0, two) | {"fetched_at": later.isoformat()},
+               crawlgen.record("https://a.example/q", 0, two) | {"fetched_at": soon.isoformat()},
+               crawlgen.record("https://a.example/r", 0, two) | {"fetched_at": "last tuesday"},
+               crawlgen.record("https://a.example/s", 0, two) | {"fetched_at": None}]
+    summary = ingest(store, records)
+    assert [(bad.line, bad.reason.split(" ")[0]) for bad in summary.bad] == [
+        (2, "fetched_at"), (4, "fetched_at"), (5, "no")]
+    assert "in the future" in summary.bad[0].reason
+    assert sorted(store.page_keys()) == [URL, "https://a.example/q"]
+    assert len(store.generations(URL)) == 1
+
+
+def test_two_contents_fetched_at_the_same_time_are_both_kept_in_input_order(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    one, two = bodies(6, 2)
+    summary = ingest(store, records_of([(URL, 10, one), (URL, 10, two)]))
+    assert summary.same_time == [("input0.jsonl", 2, URL)]
+    history = store.generations(URL)
+    assert len(history) == 2 and history[1].generation == history[0].generation + 1  # the next second
+    assert [g.fetched_at for g in history] == [history[0].fetched_at] * 2
+    texts = [store.version(URL, g.generation).text.decode() for g in history]
+    assert one.split(" ")[3] in texts[0] and "EDIT1" in texts[1]  # in input order
+
+
+def test_a_reader_never_sees_half_a_history(tmp_path):
+    """Each batch's removals and insertions land in one transaction: a consistent store at
+    every commit of a backfill."""
+    store = Store(tmp_path / "cdc.duckdb")
+    records = crawlgen.crawl(hosts=1, pages=4, versions=6)
+    ingest(store, records[1::2])
+    seen = []
+
+    def check(summary):
+        with duckdb.connect(str(store.path), read_only=True) as connection:
+            seen.append(connection.execute("""
+                SELECT count(*) FROM changes c LEFT JOIN (
+                    SELECT natural_key, generation,
+                           lag(generation) OVER (PARTITION BY natural_key ORDER BY generation) AS before
+                    FROM generations) g USING (natural_key, generation)
+                WHERE g.generation IS NULL OR c.previous_generation IS DISTINCT FROM g.before
+            """).fetchone()[0])
+
+    Ingester(store, batch_records=2, on_batch=check).run(
+        [SourceRecord("older.jsonl", n, r) for n, r in enumerate(records[::2], 1)])
+    assert len(seen) == len(records[::2]) // 2 and seen == [0] * len(seen)
+
+
+@pytest.mark.parametrize("keep", [1, 3])
+def test_retention_keeps_the_newest_by_fetch_time_after_a_backfill(tmp_path, keep):
+    store = Store(tmp_path / "cdc.duckdb")
+    store.set_retention(RetentionPolicy(keep=keep))
+    records = crawlgen.crawl(hosts=1, pages=1, versions=6)
+    ingest(store, records[3:])
+    ingest(store, records[:3])
+    history = store.generations(crawlgen.record("https://shop0.example/item/0", 0, "")["url"])
+    assert [g.retained for g in history] == [False] * (6 - keep) + [True] * keep
