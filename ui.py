@@ -171,7 +171,14 @@ def url_picker(store: Store) -> str:
 
 
 def generation_picker(column, label: str, key: str, options: list[int]) -> int:
-    """A generation, opened from and kept in the query string."""
+    """A generation, opened from and kept in the query string. A number no generation starts
+    at (a link made before an earlier fetch of the same content moved its start) opens the
+    generation current at that time, as `Store.version` resolves it."""
+    wanted = st.query_params.get(key)
+    if wanted is not None and wanted.isdigit() and int(wanted) not in options:
+        current = [option for option in options if option <= int(wanted)]
+        if current:
+            st.query_params[key] = str(max(current))
     from_query(key, options, int)
     value = column.selectbox(label, options, key=key, on_change=_to_query, args=(key,))
     st.query_params[key] = str(value)

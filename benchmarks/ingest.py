@@ -82,6 +82,7 @@ QUERY_SEED = 20250106  # picks the pages and hosts queried
 TARGET_INGEST_MBPS = 40.0
 TARGET_NAIVE_RATIO = 25.0
 TARGET_QUERY_MS = 100.0
+TARGET_BACKFILL_RATIO = 0.5  # issue 14: a backfill at least half the in-order throughput
 
 
 def fail(message: str) -> None:
@@ -241,9 +242,9 @@ def check_ingest(peer: Peer, records: int) -> IngestSummary:
     """Every run of a cdc peer read every record and made the same generations."""
     summaries: list[IngestSummary] = peer.results  # type: ignore[assignment]
     for summary in summaries:
-        if summary.records != records or summary.bad or summary.stale:
+        if summary.records != records or summary.bad or getattr(summary, "older", 0):
             fail(f"{peer.name}: read {summary.records} of {records} records, {len(summary.bad)} bad, "
-                 f"{len(summary.stale)} stale")
+                 f"{getattr(summary, 'older', 0)} older than stored")
         if summary.new_generations != summaries[0].new_generations:
             fail(f"{peer.name}: runs made {summary.new_generations} and "
                  f"{summaries[0].new_generations} generations")
@@ -301,6 +302,55 @@ def measure_ingest(corpus: Corpus, prefix: Corpus, rounds: int, work: Path) -> P
           f"{verdict(ratio >= TARGET_NAIVE_RATIO)}")
     print()
     return warm_path
+
+
+# --- a backfill ----------------------------------------------------------------------------
+
+
+def halves(corpus: Corpus) -> tuple[list[bytes], list[bytes]]:
+    """Each page's older and newer half of its history (its records before and from its
+    middle version), each half in the corpus's order."""
+    times: dict[str, list[str]] = {}
+    parsed = [json.loads(line) for line in corpus.lines]
+    for record in parsed:
+        times.setdefault(record["url"], []).append(record["fetched_at"])
+    middle = {url: sorted(values)[len(values) // 2] for url, values in times.items()}
+    before = [record["fetched_at"] < middle[record["url"]] for record in parsed]
+    older = [line for line, early in zip(corpus.lines, before) if early]
+    newer = [line for line, early in zip(corpus.lines, before) if not early]
+    return older, newer
+
+
+def two_runs(first: list[bytes], second: list[bytes]) -> Callable[[Path], list[IngestSummary]]:
+    """Two `cdc ingest` runs into one store, from JSONL in memory, with cdc's default workers."""
+    def run(store_path: Path) -> list[IngestSummary]:
+        store = Store(store_path)
+        workers = default_threads()
+        return [Ingester(store, workers=workers).run(iter_jsonl(io.BytesIO(b"".join(lines)), name))
+                for name, lines in (("first", first), ("second", second))]
+    return run
+
+
+def measure_backfill(corpus: Corpus, rounds: int) -> None:
+    """The older half of each page's history ingested after the newer half, against the same
+    two halves in order: throughput of the two runs together."""
+    older, newer = halves(corpus)
+    in_order = Peer("in order: older, then newer", two_runs(older, newer), corpus)
+    backfill = Peer("backfill: newer, then older", two_runs(newer, older), corpus)
+    round_robin([in_order, backfill], rounds)
+    placed = backfill.results[0][1]
+    if placed.older != len(older) or placed.bad:
+        fail(f"the backfill put {placed.older} of {len(older)} older records in place")
+    ratio = backfill.mbps / in_order.mbps
+    print(f"== a backfill: median of {rounds} rounds, peers interleaved ==")
+    print(f"{len(older):,} older and {len(newer):,} newer records of {corpus.records:,}; "
+          f"the backfill's second run put {placed.older:,} in place")
+    for peer in (in_order, backfill):
+        print(f"{peer.name:<30} {peer.mbps:>7.2f} MB/s  {peer.median:>7.2f} s  "
+              + " ".join(f"{t:.2f}" for t in peer.times))
+    print(f"target: a backfill >= {TARGET_BACKFILL_RATIO:g}x the throughput of the in-order ingest: "
+          f"{ratio:.2f}x  {verdict(ratio >= TARGET_BACKFILL_RATIO)}")
+    print()
 
 
 # --- bytes on disk -------------------------------------------------------------------------
@@ -505,6 +555,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="cdc-bench-") as work:
         default_store = measure_ingest(corpus, prefix, args.runs, Path(work))
         measure_sizes(corpus, default_store, Path(work))
+    if hasattr(IngestSummary, "counts"):  # a cdc that puts older versions in place
+        measure_backfill(corpus, args.runs)
     measure_queries(args.pages, args.query_runs, args.rebuild)
     print(f"total benchmark time {time.perf_counter() - started:.0f} s")
 

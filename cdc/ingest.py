@@ -226,8 +226,7 @@ def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageStat
         stored_class = state.retention_class if state else None
         retention_class = (latest[1] or stored_class) if newer else (stored_class or latest[1])
         pages.append(PageWork(key, host_of(key), _stored(state, histories.get(key)),
-                              [entry[2] for entry in entries], policy.for_class(retention_class),
-                              retention_class, run))
+                              [entry[2] for entry in entries], retention_class, run))
     return pages
 
 
@@ -287,7 +286,8 @@ def share_out(weights: Sequence[int], bins: int) -> list[list[int]]:
 
 
 def _weight(work: PageWork) -> int:
-    return sum(record.size for record in work.records) + len(work.state.text or b"" if work.state else b"")
+    return sum(record.size for record in work.records) + sum(
+        len(generation.text or b"") for generation in (work.state.generations if work.state else []))
 
 
 class _Columns:

@@ -25,7 +25,7 @@ from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many
 from cdc.compare import compare
 from cdc.ingest import change_table, chunk_table
 from cdc.store import Store
-from cdc.versions import change_row
+from cdc.versions import EDITS, change_row
 
 PAGES_PER_STEP = 1_000  # pages read, re-chunked and written at a time (bounds memory)
 
@@ -57,15 +57,16 @@ def migrate(path: str | Path, params: ChunkParams = DEFAULT_PARAMS,
         for start in range(0, len(keys), PAGES_PER_STEP):
             part = keys[start:start + PAGES_PER_STEP]
             rows = store.retained_texts(connection, part)
-            chunk_lists = chunk_many([text for *_, text in rows], params)
+            chunk_lists = chunk_many([row[3] for row in rows], params)
             chunks, changes = [], []
             previous = None
-            for (key, generation, fetched_at, text), found in zip(rows, chunk_lists):
+            for (key, generation, fetched_at, text, before), found in zip(rows, chunk_lists):
                 chunks.append((key, generation, b"".join([c.digest for c in found]),
                                [c.length for c in found]))
-                if previous and previous[0] == key and previous[1] == generation - 1:
+                if previous and previous[0] == key and previous[1] == before:
                     report = compare(previous[3], found, old_text=previous[2], new_text=text)
-                    changes.append(change_row(key, generation, fetched_at, report, previous[2], text))
+                    changes.append(change_row(key, generation, before, fetched_at, report, previous[2], text,
+                                              EDITS))
                 previous = (key, generation, text, found)
             store.replace_chunks(connection, part, chunk_table(chunks), change_table(changes))
             summary.pages += len(part)

@@ -23,7 +23,9 @@ the same in the ingesting process, in a worker process, or on a cluster node. Th
 - Each change row says how it was measured: `edits` (both texts at hand: chunks and exact
   word edits), `chunks` (both chunk lists, no texts) or `digests` (the previous version's
   text was no longer retained: only that the content differs is known; verdict `changed`).
-- Text and chunk lists are written for the newest `keep` generations by fetch time.
+- Text and chunk lists are written for every new generation; the run's end trims each page
+  to its newest `keep` by fetch time (`Store.finish_run`), so that within a run every text is
+  at hand, however its records fall into batches.
 """
 
 from __future__ import annotations
@@ -159,7 +161,6 @@ class PageWork:
     host: str
     state: StoredState | None
     records: list[Pending]
-    keep: int  # generations that keep text and chunk rows, for this page's retention class
     retention_class: str | None  # the latest record's class, else the stored one
     run: int = 0  # the ingest run the records come in (`fetches.run`)
 
@@ -426,9 +427,10 @@ def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome
         if not _remeasured(plan, number):
             continue  # the stored generation and its change row stand
         if segment.stored is None:
-            retained = number >= len(segments) - work.keep
+            # Its text is kept whatever its place: a fetch later in the run may need it to be
+            # measured against; the run's end trims each page to its newest `keep`.
             length, chunk_count = versions.size(segment.digest)
-            text = versions.texts.get(segment.digest) if retained else None
+            text = versions.texts.get(segment.digest)
             chunks = versions.chunks.get(segment.digest) if text is not None else None
             outcome.generations.append((key, segment.generation, segment.fetched_at, segment.digest,
                                         length, chunk_count, text if chunks is not None else None,

@@ -54,3 +54,11 @@ def crawl(hosts: int = 2, pages: int = 6, versions: int = 4) -> list[dict]:
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+def generation(version: int) -> int:
+    """The number of the generation first fetched as `record(url, version, ...)`: its
+    capture time (cdc.versions.capture_id)."""
+    from cdc.versions import capture_id
+
+    return capture_id((START + timedelta(days=version)).replace(tzinfo=None))

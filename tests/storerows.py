@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from cdc.store import TABLES, Store
+from cdc.store.schema import CONTENT_CHUNKS_VIEW
 
 
 def store_rows(path, tables=TABLES) -> dict[str, list[tuple]]:
@@ -84,9 +85,68 @@ SCHEMA_1_CHUNKS = [
 ]
 
 
+# Schema 2, as cdc before capture-time generation numbers made it: generations numbered 1, 2,
+# 3 per page, no fetches, runs, first runs or measures.
+SCHEMA_2 = [
+    """CREATE TABLE pages (natural_key VARCHAR NOT NULL, url VARCHAR NOT NULL, host VARCHAR NOT NULL,
+        retention_class VARCHAR, latest_generation INTEGER NOT NULL, first_seen TIMESTAMP NOT NULL,
+        last_fetched TIMESTAMP NOT NULL, last_checked TIMESTAMP NOT NULL, etag VARCHAR,
+        last_modified VARCHAR)""",
+    """CREATE TABLE generations (natural_key VARCHAR NOT NULL, generation INTEGER NOT NULL,
+        fetched_at TIMESTAMP NOT NULL, content_digest BLOB NOT NULL, length INTEGER NOT NULL,
+        chunk_count INTEGER NOT NULL, text VARCHAR USING COMPRESSION uncompressed)""",
+    """CREATE TABLE chunk_lists (natural_key VARCHAR NOT NULL, generation INTEGER NOT NULL,
+        digests BLOB NOT NULL, lengths INTEGER[] NOT NULL)""",
+    """CREATE TABLE changes (natural_key VARCHAR NOT NULL, generation INTEGER NOT NULL,
+        previous_generation INTEGER, fetched_at TIMESTAMP NOT NULL, similarity DOUBLE,
+        unchanged_ratio DOUBLE, retained_ratio DOUBLE, bytes_added INTEGER NOT NULL,
+        bytes_removed INTEGER NOT NULL, regions INTEGER NOT NULL, verdict VARCHAR NOT NULL,
+        excerpt VARCHAR)""",
+]
+NUMBERED = """CREATE TEMP TABLE numbered AS SELECT natural_key, generation AS id,
+    row_number() OVER (PARTITION BY natural_key ORDER BY generation)::INTEGER AS n FROM generations"""
+SCHEMA_2_ROWS = [
+    """INSERT INTO pages SELECT p.natural_key, url, host, retention_class, n.n, first_seen, last_fetched,
+        last_checked, etag, last_modified FROM new_pages p
+        JOIN numbered n ON n.natural_key = p.natural_key AND n.id = p.latest_generation""",
+    """INSERT INTO generations SELECT g.natural_key, n.n, fetched_at, content_digest, length,
+        chunk_count, text FROM new_generations g
+        JOIN numbered n ON n.natural_key = g.natural_key AND n.id = g.generation""",
+    """INSERT INTO chunk_lists SELECT c.natural_key, n.n, digests, lengths FROM new_chunk_lists c
+        JOIN numbered n ON n.natural_key = c.natural_key AND n.id = c.generation""",
+    """INSERT INTO changes SELECT c.natural_key, n.n, b.n, c.fetched_at, similarity, unchanged_ratio,
+        retained_ratio, bytes_added, bytes_removed, regions, verdict, excerpt FROM new_changes c
+        JOIN numbered n ON n.natural_key = c.natural_key AND n.id = c.generation
+        LEFT JOIN numbered b ON b.natural_key = c.natural_key AND b.id = c.previous_generation""",
+]
+
+
+def as_schema_2(path: Path) -> None:
+    """Rewrite a store in the layout of schema 2: generations numbered 1, 2, 3 per page in
+    their order, and no fetches, runs, first runs or measures, as cdc made it before."""
+    with duckdb.connect(str(path)) as connection:
+        connection.execute(NUMBERED)
+        connection.execute("DROP VIEW content_chunks")
+        for (name,) in connection.execute("SELECT index_name FROM duckdb_indexes()").fetchall():
+            connection.execute(f"DROP INDEX {name}")
+        for table in ("pages", "generations", "chunk_lists", "changes"):
+            connection.execute(f"ALTER TABLE {table} RENAME TO new_{table}")
+        for statement in SCHEMA_2 + SCHEMA_2_ROWS:
+            connection.execute(statement)
+        for table in ("new_pages", "new_generations", "new_chunk_lists", "new_changes", "fetches", "runs",
+                      "page_runs"):
+            connection.execute(f"DROP TABLE {table}")
+        connection.execute(CONTENT_CHUNKS_VIEW)
+        for name in ("pages", "generations", "chunk_lists", "changes"):
+            connection.execute(f"CREATE INDEX {name}_key ON {name} (natural_key)")
+        connection.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        connection.execute("CHECKPOINT")
+
+
 def as_schema_1(path: Path) -> None:
-    """Rewrite a store in the layout of schema 1: a row per chunk in a `content_chunks`
-    table, as the cdc before list rows made it (the same rows, by the view)."""
+    """Rewrite a store in the layout of schema 1: schema 2's, with a row per chunk in a
+    `content_chunks` table, as the cdc before list rows made it (the same rows, by the view)."""
+    as_schema_2(path)
     with duckdb.connect(str(path)) as connection:
         rows = connection.execute("SELECT * FROM content_chunks ORDER BY ALL").fetchall()
         connection.execute("DROP VIEW content_chunks")
@@ -98,6 +158,14 @@ def as_schema_1(path: Path) -> None:
             connection.executemany("INSERT INTO content_chunks VALUES (?, ?, ?, ?, ?)", rows)
         connection.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
         connection.execute("CHECKPOINT")
+
+
+def without_runs(tables: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
+    """Rows with what only a run records left out (a generation's first run, a change's
+    measure): what a store upgraded from before runs holds the same as one made now."""
+    drop = {"generations": 7, "changes": 12}
+    return {name: [row[:drop[name]] + row[drop[name] + 1:] if name in drop else row for row in rows]
+            for name, rows in tables.items()}
 
 
 def layout(path: Path) -> tuple[str, dict[str, str]]:

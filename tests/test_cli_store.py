@@ -85,15 +85,18 @@ def test_compare_history_and_json(capsys, crawl_file, db):
     run(capsys, "--db", db, "ingest", str(crawl_file))
     code, out, _ = run(capsys, "--db", db, "compare", "https://shop1.example/item/2")
     assert code == EXIT_OK
-    assert "generation 2 -> 3" in out and "verdict: minor" in out and "EDIT2" in out
-    code, out, _ = run(capsys, "--db", db, "compare", "https://shop1.example/item/2", "--from", "1",
-                       "--to", "3", "--json")
+    assert f"generation {crawlgen.generation(1)} -> {crawlgen.generation(2)}" in out
+    assert "verdict: minor" in out and "EDIT2" in out
+    code, out, _ = run(capsys, "--db", db, "compare", "https://shop1.example/item/2", "--from",
+                       str(crawlgen.generation(0)), "--to", str(crawlgen.generation(2)), "--json")
     report = json.loads(out)
-    assert (report["from"], report["to"], report["verdict"]) == (1, 3, "minor")
+    assert (report["from"], report["to"], report["verdict"]) == (
+        crawlgen.generation(0), crawlgen.generation(2), "minor")
     assert {edit["kind"] for edit in report["edits"]} == {"replace"}
     code, out, _ = run(capsys, "--db", db, "history", "https://SHOP1.example/item/2")
     assert code == EXIT_OK
-    assert [line.split()[0] for line in out.splitlines()[2:]] == ["1", "2", "3"]
+    numbers = [line.split()[0] for line in out.splitlines()[2:]]
+    assert numbers == [str(crawlgen.generation(v)) for v in range(3)]
 
 
 def test_compare_of_an_unknown_url_is_one_line(capsys, crawl_file, db):

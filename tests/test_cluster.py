@@ -88,6 +88,28 @@ def test_a_cluster_ingest_writes_what_a_single_process_ingest_writes(client, tmp
     assert rows(fewer.path) == expected
 
 
+def test_eight_interleaved_shards_end_in_the_store_of_the_plain_ingest(client, tmp_path):
+    """Each page's versions dealt over all eight files, each file in fetch order, as a
+    crawler writing eight files at once leaves them: the plain ingest, batch by batch, puts
+    the versions each batch finds older than stored in place; a cluster meets them all at
+    once; the same store, given the files in either order."""
+    records = crawlgen.crawl(hosts=2, pages=4, versions=8)
+    urls = sorted({record["url"] for record in records})
+    parts = [[] for _ in range(8)]
+    for record in records:
+        page, version = urls.index(record["url"]), int(record["fetched_at"][8:10]) - 1
+        parts[(version * 3 + page) % 8].append(record)
+    shards = [crawlgen.write_jsonl(tmp_path / f"interleaved-{n}.jsonl", part) for n, part in enumerate(parts)]
+    plain = Store(tmp_path / "plain.duckdb")
+    summary = Ingester(plain, batch_records=5).run_inputs(
+        [input_items(str(shard), "main", [], WarcSummary()) for shard in shards])
+    assert summary.older > 10 and summary.new_generations == len(records) and not summary.bad
+    cluster = Store(tmp_path / "cluster.duckdb")
+    cluster_ingest(client, [str(shard) for shard in reversed(shards)], cluster)
+    assert rows(cluster.path) == rows(plain.path)
+    assert [g.fetched_at.day for g in cluster.generations(urls[0])] == list(range(1, 9))
+
+
 def test_the_shuffle_picks_once_per_worker_and_partition_not_per_shard(client, tmp_path, shards, base):
     store = copy_store(base, tmp_path / "cluster.duckdb")
     with distributed.get_task_stream(client) as stream:

@@ -86,7 +86,8 @@ def test_compare_shows_blocks_the_edits_inside_them_and_moves_at_both_places(mov
     open_page(moves_app, "views/compare.py", url=MOVED_URL)
     [html] = _frames(moves_app)
     store = Store(moves_path)
-    old, new = store.version(MOVED_URL, 1).text, store.version(MOVED_URL, 2).text
+    first, second = (g.generation for g in store.generations(MOVED_URL))
+    old, new = store.version(MOVED_URL, first).text, store.version(MOVED_URL, second).text
     old_cells, new_cells = _cells(html, "old"), _cells(html, "new")
     assert len(old_cells) == len(new_cells)  # rows, a block or a blank on each side
     # Every block of each text is a cell of its own, in order: the paragraph breaks are kept.
@@ -169,8 +170,10 @@ def test_the_demo_shows_markup_as_text(demo_path, monkeypatch):
     store = Store(demo_path)
     with store.reading() as connection:
         (url,) = connection.execute(
-            "SELECT natural_key FROM generations WHERE contains(text, '<script>') "
-            "AND generation > 1 ORDER BY ALL LIMIT 1").fetchone()
+            "SELECT g.natural_key FROM generations g JOIN pages p ON p.natural_key = g.natural_key "
+            "AND g.generation = p.latest_generation WHERE contains(g.text, '<script>') AND g.generation > "
+            "(SELECT min(generation) FROM generations f WHERE f.natural_key = g.natural_key) "
+            "ORDER BY ALL LIMIT 1").fetchone()
     monkeypatch.setenv("CDC_DB", str(demo_path))
     monkeypatch.setattr(sys, "argv", ["streamlit"])
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
@@ -194,9 +197,13 @@ def test_compare_shows_the_url_and_generations_of_the_query_string(app, store_pa
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Verdict"] == expected.verdict
     assert metrics["Unchanged (new text)"] == f"{expected.unchanged_ratio:.1%}"
-    assert app.selectbox(key="to").value == 4 and app.selectbox(key="from").value == 3
-    open_page(app, "views/compare.py", url=url, **{"from": "2", "to": "3"})
-    assert (app.selectbox(key="from").value, app.selectbox(key="to").value) == (2, 3)
+    numbers = [g.generation for g in Store(store_path).generations(url)]
+    assert app.selectbox(key="to").value == numbers[3] and app.selectbox(key="from").value == numbers[2]
+    open_page(app, "views/compare.py", url=url, **{"from": str(numbers[1]), "to": str(numbers[2])})
+    assert (app.selectbox(key="from").value, app.selectbox(key="to").value) == (numbers[1], numbers[2])
+    # A number inside a generation (after its first fetch) opens that generation.
+    open_page(app, "views/compare.py", url=url, **{"from": str(numbers[1] + 5), "to": str(numbers[2])})
+    assert app.selectbox(key="from").value == numbers[1]
 
 
 def _frames(app: AppTest) -> list[str]:

@@ -280,7 +280,7 @@ def test_the_store_counts_match_the_summary(demo):
     store, summary, _ = demo
     stats = store.stats()
     assert summary.records == len(list(demo_records(PAGES, GENERATIONS))) < PAGES * GENERATIONS
-    assert not summary.bad and not summary.stale
+    assert not summary.bad and not summary.older
     assert stats["pages"] == len(summary.pages) == summary.new_pages == PAGES
     assert stats["generations"] == stats["changes"] == summary.new_generations
     assert summary.new_generations + summary.unchanged == summary.records

@@ -49,7 +49,7 @@ def test_fetch_not_modified_change_refetch(server, store):
     assert (second.fetched, second.not_modified, second.new_generations) == (1, 1, 1)
     assert server.requests_to("/page")[-1][2]["If-None-Match"] == '"v1"'
     assert server.requests_to("/page")[-1][2]["If-Modified-Since"] == "Tue, 14 Nov 2023 23:13:20 GMT"
-    assert [g.generation for g in store.generations(key)] == [1]
+    assert len(store.generations(key)) == 1
     assert store.page(key).last_checked > checked
     assert len(store.generations(canonical_url(changing))) == 2
 
@@ -57,7 +57,7 @@ def test_fetch_not_modified_change_refetch(server, store):
     third = fetch_all([page], store, FAST)
     assert (third.fetched, third.new_generations, third.not_modified) == (1, 1, 0)
     generations = store.generations(key)
-    assert [g.generation for g in generations] == [1, 2]
+    assert len(generations) == 2 and generations[0].generation < generations[1].generation
     assert generations[0].verdict == "new" and generations[1].verdict not in (None, "new", "unchanged")
     assert validators(store, page)[0] == '"v2"'
 
@@ -118,8 +118,8 @@ def test_redirects_record_the_final_url(server, store):
 
 def test_charsets_from_header_and_meta(server, store):
     fetch_all([server.url("/cp1252"), server.url("/latin1-meta")], store, FAST)
-    cp1252 = store.version(canonical_url(server.url("/cp1252")), 1).text.decode()
-    latin1 = store.version(canonical_url(server.url("/latin1-meta")), 1).text.decode()
+    cp1252, latin1 = (store.version(key, store.page(key).latest_generation).text.decode()
+                      for key in (canonical_url(server.url(path)) for path in ("/cp1252", "/latin1-meta")))
     assert "Espresso \u20ac2.50 \u2013 \u201cbest\u201d" in cp1252
     assert "Cr\u00e8me br\u00fbl\u00e9e" in latin1 and "D\u00e9licieux" in latin1
 

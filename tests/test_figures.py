@@ -197,7 +197,7 @@ def generation(number: int, verdict: str | None, kept: float | None, excerpt: st
 def change_row(host: str, when: datetime, kept: float | None, verdict: str = "minor") -> ChangeRow:
     previous = None if kept is None else 1
     return ChangeRow(f"https://{host}/p", host, 2, previous, when, verdict, kept, kept, kept,
-                     10, 5, 1, "<b>x</b>")
+                     10, 5, 1, "<b>x</b>", None if kept is None else "edits")
 
 
 def test_trend_figure_takes_generations_or_history_rows():

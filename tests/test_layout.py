@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 import duckdb
 import pytest
@@ -12,12 +13,20 @@ from cdc import spec_for
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.chunking import ChunkParams, chunk_content
 from cdc.cli import main
+from cdc.errors import PageNotFoundError
 from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
 from cdc.store import SCHEMA_VERSION, RetentionPolicy, Store, schema
 from tests import crawlgen
-from tests.storerows import as_schema_1, assert_same_rows, consistency_problems, layout, store_rows
+from tests.storerows import (
+    as_schema_1,
+    as_schema_2,
+    consistency_problems,
+    layout,
+    store_rows,
+    without_runs,
+)
 
 LISTS = (str(SCHEMA_VERSION), {"chunk_lists": "BASE TABLE", "content_chunks": "VIEW"})  # this layout
 
@@ -44,9 +53,10 @@ def test_content_chunks_are_the_chunks_of_every_retained_text(tmp_path, crawl):
             "SELECT natural_key, generation, encode(text) FROM generations WHERE text IS NOT NULL").fetchall()
         rows = connection.execute("SELECT * FROM content_chunks ORDER BY ALL").fetchall()
         types = connection.execute("DESCRIBE content_chunks").fetchall()
-    # The seed's columns and types, a row per chunk, as chunk_content cuts the retained texts.
+    # The seed's columns and types, a row per chunk, as chunk_content cuts the retained texts
+    # (the generation a BIGINT: its number is a capture time, YYYYMMDDhhmmss).
     assert [(name, kind) for name, kind, *_ in types] == [
-        ("natural_key", "VARCHAR"), ("generation", "INTEGER"), ("chunk_index", "INTEGER"),
+        ("natural_key", "VARCHAR"), ("generation", "BIGINT"), ("chunk_index", "INTEGER"),
         ("digest", "BLOB"), ("length", "INTEGER")]
     expected = sorted((key, generation, c.index, c.digest, c.length)
                       for key, generation, text in texts for c in chunk_content(text))
@@ -55,55 +65,74 @@ def test_content_chunks_are_the_chunks_of_every_retained_text(tmp_path, crawl):
     assert consistency_problems(store.path) == dict.fromkeys(consistency_problems(store.path), 0)
 
 
-def test_a_schema_1_store_reads_the_same_and_its_next_write_upgrades_it(tmp_path, crawl):
+@pytest.mark.parametrize(("version", "rewrite"), [("1", as_schema_1), ("2", as_schema_2)])
+def test_an_older_store_is_upgraded_when_first_opened_and_reads_as_a_store_made_now(
+        tmp_path, crawl, version, rewrite):
     new = Store(tmp_path / "new.duckdb")
     _ingest(new, crawl[0])
     old = Store(shutil.copy(new.path, tmp_path / "old.duckdb"))
-    as_schema_1(old.path)
-    assert layout(old.path) == ("1", {"content_chunks": "BASE TABLE"})
-    assert store_rows(old.path) == store_rows(new.path)
+    rewrite(old.path)
+    assert layout(old.path)[0] == version
+    with duckdb.connect(str(old.path), read_only=True) as connection:  # numbered 1, 2, 3 then
+        assert connection.execute("SELECT DISTINCT generation FROM generations ORDER BY 1").fetchall() == [
+            (1,), (2,), (3,)]
 
-    # Read-only, it is read as it is, with the same answers.
+    # A reader opens it: it is upgraded first, in one transaction, and reads the same.
     key = new.page_keys()[0]
     host = new.page(key).host
-    for store in (old, new):
-        assert store.stats()["content_chunks"] == new.stats()["content_chunks"]
-    assert old.history(key) == new.history(key)
-    assert old.versions(key, [1, 2, 3]) == new.versions(key, [1, 2, 3])
+    assert old.stats()["content_chunks"] == new.stats()["content_chunks"]
+    assert layout(old.path) == LISTS
+    assert without_runs(store_rows(old.path)) == without_runs(store_rows(new.path))
+    numbers = [g.generation for g in new.generations(key)]
+    assert [g.generation for g in old.generations(key)] == numbers
+    assert old.versions(key, numbers) == new.versions(key, numbers)
     assert host_boilerplate(old, host, 0.05, 3) == host_boilerplate(new, host, 0.05, 3)
     assert shared_across_hosts(old) == shared_across_hosts(new)
-    digest = old.version(key, 3).chunks[0][0]
+    digest = old.version(key, numbers[-1]).chunks[0][0]
     assert old.pages_with_digest(digest) == new.pages_with_digest(digest)
     assert old.template_digests(host) == new.template_digests(host)
-    assert old.changes() == new.changes()
-    assert layout(old.path)[0] == "1"
+    assert [replace(row, measure=None) for row in old.changes()] == [
+        replace(row, measure=None) for row in new.changes()]
+    with duckdb.connect(str(old.path), read_only=True) as connection:
+        fetches = connection.execute("SELECT count(*), min(run), max(run) FROM fetches").fetchone()
+        runs = connection.execute("SELECT run, label FROM runs").fetchall()
+        indexes = {row[0] for row in connection.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
+    assert fetches == (len(crawl[0]), 0, 0) and runs == [(0, "before runs were recorded")]
+    assert indexes == {"pages_key", "generations_key", "chunk_lists_key", "changes_key", "fetches_key"}
 
-    # The next write upgrades it, and the two stores go on the same.
+    # The next crawl goes in as into a store made now.
     for store in (old, new):
         _ingest(store, crawl[1])
-    assert layout(old.path) == LISTS
-    assert_same_rows(old.path, new.path)
-    with duckdb.connect(str(old.path), read_only=True) as connection:
-        indexes = {row[0] for row in connection.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
-    assert indexes == {"pages_key", "generations_key", "chunk_lists_key", "changes_key"}
+    assert without_runs(store_rows(old.path)) == without_runs(store_rows(new.path))
     assert compare_generations(old, key).report == compare_generations(new, key).report
+    assert consistency_problems(old.path) == dict.fromkeys(consistency_problems(old.path), 0)
 
 
 def test_an_upgrade_stopped_midway_leaves_the_store_as_it_was(tmp_path, crawl, monkeypatch):
     store = Store(tmp_path / "cdc.duckdb")
     _ingest(store, crawl[0])
     as_schema_1(store.path)
-    before = store_rows(store.path, ("meta", "pages", "generations", "content_chunks", "changes"))
+    tables = ("meta", "pages", "generations", "content_chunks", "changes")
+    before = store_rows(store.path, tables)
     # The upgrade fails at its last statement, everything else done: nothing of it stays.
-    failing = [*schema.UPGRADE_TO_LISTS, "SELECT error('stop')"]
-    monkeypatch.setattr(schema, "UPGRADE_TO_LISTS", failing)
+    failing = [*schema.UPGRADE_TO_CAPTURE_IDS, "SELECT error('stop')"]
+    monkeypatch.setattr(schema, "UPGRADE_TO_CAPTURE_IDS", failing)
     with pytest.raises(duckdb.Error, match="stop"):
         _ingest(Store(store.path), crawl[1])
     assert layout(store.path) == ("1", {"content_chunks": "BASE TABLE"})
-    assert store_rows(store.path, ("meta", "pages", "generations", "content_chunks", "changes")) == before
+    assert store_rows(store.path, tables) == before
     monkeypatch.undo()
     _ingest(Store(store.path), crawl[1])  # and then it upgrades
     assert layout(store.path)[0] == str(SCHEMA_VERSION)
+
+
+def test_numbers_held_from_before_an_upgrade_say_they_name_no_generation(tmp_path, crawl):
+    store = Store(tmp_path / "cdc.duckdb")
+    _ingest(store, crawl[0])
+    as_schema_2(store.path)
+    key = Store(store.path).page_keys()[0]
+    with pytest.raises(PageNotFoundError, match="has no generation 2: its generations are"):
+        compare_generations(store, key, 1, 2)
 
 
 def test_a_round_1_store_migrates_to_this_layout_and_spec(tmp_path, crawl, capsys):
@@ -130,7 +159,7 @@ def test_erasure_counts_and_removes_every_chunk_of_the_page(tmp_path, crawl):
     with store.reading() as connection:
         rows = {table: connection.execute(f"SELECT count(*) FROM {table} WHERE natural_key = ?",
                                           [key]).fetchone()[0]
-                for table in ("pages", "generations", "content_chunks", "changes")}
+                for table in ("pages", "generations", "content_chunks", "changes", "fetches", "page_runs")}
     assert store.erase(key) == sum(rows.values())
     with store.reading() as connection:
         left = connection.execute("SELECT count(*) FROM chunk_lists WHERE natural_key = ?", [key]).fetchone()

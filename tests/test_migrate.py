@@ -49,9 +49,9 @@ def test_migrate_rechunks_retained_texts_and_remeasures_their_changes(tmp_path, 
     assert [row for row in migrated["generations"] if row[:2] not in retained] == \
         [row for row in before["generations"] if row[:2] not in retained]
     # Changes between two retained generations are measured again; the others are kept.
-    remeasured = [row for row in expected["changes"] if (row[0], row[1] - 1) in retained]
+    remeasured = [row for row in expected["changes"] if (row[0], row[2]) in retained]
     assert remeasured and all(row in migrated["changes"] for row in remeasured)
-    kept = [row for row in before["changes"] if (row[0], row[1] - 1) not in retained]
+    kept = [row for row in before["changes"] if (row[0], row[2]) not in retained]
     assert kept and all(row in migrated["changes"] for row in kept)
 
     assert main(["--db", str(old.path), "migrate"]) == 0

@@ -44,9 +44,10 @@ def test_ingest_builds_generations_chunks_and_changes(store):
     assert stats["hosts"] == 2
     assert stats["retained_generations"] == 6 * 3  # the newest 3 of 4 by default
     page = find_page(store, "HTTPS://SHOP0.example/item/1?utm_source=mail#top")
-    assert page.natural_key == "https://shop0.example/item/1" and page.latest_generation == 4
+    assert page.natural_key == "https://shop0.example/item/1"
+    assert page.latest_generation == crawlgen.generation(3)
     history = store.generations(page.natural_key)
-    assert [g.generation for g in history] == [1, 2, 3, 4]
+    assert [g.generation for g in history] == [crawlgen.generation(v) for v in range(4)]
     assert history[0].verdict == "new" and not history[0].retained
     assert all(g.verdict == "minor" for g in history[1:])
     assert history[1].excerpt.startswith(history[1].excerpt.split(" → ")[0])
@@ -71,7 +72,7 @@ def test_reingesting_the_same_records_changes_nothing(store):
     tables = ("pages", "generations", "content_chunks", "changes")
     before = {table: table_rows(store, table) for table in tables}
     again = ingest(store, records)
-    assert again.new_generations == 0 and again.unchanged == len(records) and not again.stale
+    assert again.new_generations == 0 and again.unchanged == len(records) and not again.older
     after = {table: table_rows(store, table) for table in before}
     assert after == before
 
@@ -82,18 +83,19 @@ def test_identical_content_updates_last_checked_only(store):
     summary = ingest(store, [crawlgen.record("https://a.example/p", 5, body)])
     assert summary.unchanged == 1 and summary.new_generations == 0
     page = store.page("https://a.example/p")
-    assert page.latest_generation == 1
+    assert page.latest_generation == crawlgen.generation(0)
     assert page.last_checked > page.last_fetched
     assert (page.last_checked - page.last_fetched).days == 5
 
 
-def test_records_older_than_the_stored_history_are_skipped_and_reported(store):
+def test_records_older_than_the_stored_history_are_put_in_place_and_counted(store):
     bodies = crawlgen.page_versions(2, 3)
     ingest(store, [crawlgen.record("https://a.example/p", 5, bodies[0])])
     summary = ingest(store, [crawlgen.record("https://a.example/p", 1, bodies[1])])
-    assert summary.new_generations == 0
-    assert summary.stale == [("test.jsonl", 1, "https://a.example/p")]
-    assert store.page("https://a.example/p").latest_generation == 1
+    assert summary.new_generations == 1 and summary.older == 1
+    assert [g.generation for g in store.generations("https://a.example/p")] == [
+        crawlgen.generation(1), crawlgen.generation(5)]
+    assert store.page("https://a.example/p").latest_generation == crawlgen.generation(5)
 
 
 def test_versions_in_one_batch_are_ordered_by_fetch_time(store):
@@ -150,7 +152,8 @@ def test_a_later_batch_trims_what_earlier_batches_retained(store):
     with store.reading() as connection:
         rows = connection.execute("SELECT natural_key, generation FROM content_chunks "
                                   "GROUP BY ALL ORDER BY ALL").fetchall()
-    assert rows == [("https://a.example/once", 1), ("https://a.example/p", 4), ("https://a.example/p", 5)]
+    assert rows == [("https://a.example/once", crawlgen.generation(0)),
+                    ("https://a.example/p", crawlgen.generation(3)), ("https://a.example/p", crawlgen.generation(4))]
 
 
 def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
@@ -166,12 +169,15 @@ def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
     for lookup_keys in (len(keys), 0):
         monkeypatch.setattr(writer, "INDEXED_LOOKUP_KEYS", lookup_keys)
         with store.writing() as connection:
-            read[lookup_keys] = store.page_states(connection, keys), store.known_versions(connection, keys)
-    (states, known), scanned = read[len(keys)], read[0]
-    assert (states, known) == scanned
-    assert len(states) == len(known) == 7 and "https://never.example/seen" not in states
+            read[lookup_keys] = store.page_states(connection, keys), store.page_histories(connection, keys)
+    (states, histories), scanned = read[len(keys)], read[0]
+    assert (states, histories) == scanned
+    assert len(states) == len(histories) == 7 and "https://never.example/seen" not in states
     page = states["https://shop0.example/item/1"]
-    assert page.latest_generation == 4 and len(known[page.natural_key]) == 4
+    history = histories[page.natural_key]
+    assert page.latest_generation == crawlgen.generation(3) and len(history.generations) == 4
+    assert [row.text is not None for row in history.generations] == [False, False, True, True]
+    assert [fetch[0].day for fetch in history.fetches] == [1, 2, 3, 4]
     assert page.text and len(page.chunk_digests) == len(page.chunk_lengths) > 1
     assert sum(page.chunk_lengths) == len(page.text)
 
@@ -208,7 +214,8 @@ def test_boilerplate_per_host_across_hosts_and_reverse_lookup(store):
     holders = store.pages_with_digest(chunks[0].digest)
     # Every retained generation of every page of both hosts holds the shared navigation.
     assert {(key, generation) for key, generation, _ in holders} == {
-        (f"https://shop{h}.example/item/{p}", g) for h in range(2) for p in range(6) for g in (1, 2)}
+        (f"https://shop{h}.example/item/{p}", crawlgen.generation(v)) for h in range(2) for p in range(6)
+        for v in (0, 1)}
     plain = compare_generations(store, "https://shop0.example/item/2")
     without = compare_generations(store, "https://shop0.example/item/2", ignore_boilerplate=True)
     assert without.ignored and without.report.similarity < plain.report.similarity
@@ -218,10 +225,13 @@ def test_compare_names_missing_pages_and_generations(store):
     ingest(store, crawlgen.crawl(hosts=1, pages=1, versions=5))
     with pytest.raises(PageNotFoundError, match="did you mean"):
         find_page(store, "https://shop0.example/item")
+    first, second, *_, last = [crawlgen.generation(v) for v in range(5)]
     with pytest.raises(PageNotFoundError, match="retention"):
-        compare_generations(store, "https://shop0.example/item/0", 1, 2)
-    with pytest.raises(PageNotFoundError, match="1 to 5"):
-        compare_generations(store, "https://shop0.example/item/0", 4, 9)
+        compare_generations(store, "https://shop0.example/item/0", first, second)
+    with pytest.raises(PageNotFoundError, match=f"no generation 4: its generations are {first} to {last}"):
+        compare_generations(store, "https://shop0.example/item/0", 4, last)
+    # A number is a time: one after the latest generation began names the latest.
+    assert compare_generations(store, "https://shop0.example/item/0", None, last + 1).new.generation == last
 
 
 def test_a_missing_store_and_a_store_of_another_spec_are_clear_errors(tmp_path):

@@ -77,14 +77,15 @@ def test_export_and_history_show_template_only(store, capsys):
     assert main(["--db", str(store.path), "export"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     flags = {(row["url"], row["generation"]): row["template_only"] for row in rows}
-    assert flags[(_key(store, 1), "2")] == "true"
-    assert flags[(_key(store, 3), "2")] == "false"
-    assert flags[(_key(store, 1), "1")] == ""
+    first, second = str(crawlgen.generation(0)), str(crawlgen.generation(1))
+    assert flags[(_key(store, 1), second)] == "true"
+    assert flags[(_key(store, 3), second)] == "false"
+    assert flags[(_key(store, 1), first)] == ""
 
     assert main(["--db", str(store.path), "history", f"{HOST}/item/1"]) == 0
     header, *rows = capsys.readouterr().out.splitlines()[1:]
     column = header.split().index("template")
-    assert {row.split()[0]: row.split()[column + 1] for row in rows} == {"1": "-", "2": "yes"}
+    assert {row.split()[0]: row.split()[column + 1] for row in rows} == {first: "-", second: "yes"}
 
 
 def test_the_compare_view_says_a_template_change_is_one(store, monkeypatch):
@@ -92,5 +93,5 @@ def test_the_compare_view_says_a_template_change_is_one(store, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["streamlit"])
     for url, expected in ((_key(store, 1), True), (_key(store, 3), False)):
         app = open_page(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60), "views/compare.py",
-                        url=url, **{"from": "1", "to": "2"})
+                        url=url, **{"from": str(crawlgen.generation(0)), "to": str(crawlgen.generation(1))})
         assert any("A template change" in info.value for info in app.info) is expected

@@ -42,9 +42,9 @@ figures[1].metric("Unchanged (new text)", f"{report.unchanged_ratio:.1%}")
 figures[2].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
 figures[3].metric("Bytes added", f"{report.bytes_added:,}")
 figures[4].metric("Bytes removed", f"{report.bytes_removed:,}")
-if old == new - 1:  # the stored change row is this comparison's
-    template_only = next((row.template_only for row in store.history(url) if row.generation == new), None)
-    if template_only:
+stored = next((row for row in store.history(url) if row.generation == new), None)
+if stored is not None and stored.previous_generation == old:  # the stored change row is this comparison's
+    if stored.template_only:
         st.info("A template change: every changed chunk is part of the host's template (its "
                 "boilerplate). Leave the boilerplate out to see this page's own content unchanged.",
                 icon=":material/dashboard:")

@@ -319,11 +319,9 @@ class Schema:
         connection.register("renumbered", pa.table({
             "natural_key": pa.array(keys, pa.string()), "old": pa.array(old, pa.int64()),
             "generation": pa.array(new, pa.int64())}))
-        try:
-            for statement in UPGRADE_TO_CAPTURE_IDS:
-                connection.execute(statement)
-        finally:
-            connection.unregister("renumbered")
+        for statement in UPGRADE_TO_CAPTURE_IDS:  # a failure rolls back, registration and all
+            connection.execute(statement)
+        connection.unregister("renumbered")
         for table in RENUMBERED_TABLES:
             connection.execute(f"DROP TABLE old_{table}")
 

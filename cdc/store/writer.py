@@ -186,13 +186,17 @@ class Writer:
             "SELECT DISTINCT natural_key FROM generations WHERE text IS NOT NULL ORDER BY 1").fetchall()]
 
     def retained_texts(self, connection: duckdb.DuckDBPyConnection,
-                       keys: Sequence[str]) -> list[tuple[str, int, datetime, bytes]]:
-        """(natural_key, generation, fetched_at, UTF-8 text) of the retained generations of
-        `keys`, by key and generation."""
+                       keys: Sequence[str]) -> list[tuple[str, int, datetime, bytes, int | None]]:
+        """(natural_key, generation, fetched_at, UTF-8 text, the previous generation its change
+        row was measured against) of the retained generations of `keys`, by key and generation."""
         rows = _by_keys(connection, """
             SELECT natural_key, generation, fetched_at, encode(text) FROM generations
             WHERE natural_key IN ({keys}) AND text IS NOT NULL
         """, keys)
+        previous = {(key, generation): before for key, generation, before in _by_keys(
+            connection, "SELECT natural_key, generation, previous_generation FROM changes "
+                        "WHERE natural_key IN ({keys})", keys)}
+        rows = [(*row, previous.get((row[0], row[1]))) for row in rows]
         return sorted(rows, key=lambda row: (row[0], row[1]))
 
     def replace_chunks(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str],
@@ -214,7 +218,7 @@ class Writer:
                 UPDATE changes SET similarity = m.similarity, unchanged_ratio = m.unchanged_ratio,
                        retained_ratio = m.retained_ratio, bytes_added = m.bytes_added,
                        bytes_removed = m.bytes_removed, regions = m.regions, verdict = m.verdict,
-                       excerpt = m.excerpt
+                       excerpt = m.excerpt, measure = m.measure
                 FROM migrated_changes m
                 WHERE changes.natural_key = m.natural_key AND changes.generation = m.generation
             """)
