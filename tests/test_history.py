@@ -27,7 +27,8 @@ URL = "https://a.example/p"
 
 def records_of(fetches: list[tuple[str, int, str]]) -> list[dict]:
     """Records of (url, hour, body) fetches."""
-    return [crawlgen.record(url, 0, body) | {"fetched_at": (crawlgen.START + timedelta(hours=hour)).isoformat()}
+    return [crawlgen.record(url, 0, body)
+            | {"fetched_at": (crawlgen.START + timedelta(hours=hour)).isoformat()}
             for url, hour, body in fetches]
 
 
