@@ -7,7 +7,6 @@ Exit codes: 0 all good; 1 failure (a one-line message says what to do); 2 bad us
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import signal
@@ -17,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import BinaryIO, TextIO
 
-from cdc import __version__
+from cdc import __version__, cli_runs
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
@@ -25,7 +24,7 @@ from cdc.compiled import AHEAD_OF_TIME
 from cdc.errors import CdcError, PageNotFoundError
 from cdc.export import write_changes_csv
 from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES, WHOLE_PAGE
-from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, mark_revisits, parse_time
+from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, parse_time
 from cdc.inputs import open_crawl_inputs, run_mode
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.lifeline import Terminated, stop_on_sigterm, stopped_by
@@ -229,26 +228,27 @@ def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, 
     try:
         mode = run_mode(inputs, args.extract)
         archives = any(item.is_archive for item in inputs)
+        revisits: list[Revisit] = []
         ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
                             workers=args.processes, on_write=lake.write if lake else None,
-                            batch_bytes=WARC_BATCH_BYTES if archives else BATCH_BYTES)
+                            batch_bytes=WARC_BATCH_BYTES if archives else BATCH_BYTES,
+                            label=args.run_label, inputs=args.files, revisits=revisits)
         if archives:
             _claim_mode(store, mode)
-        revisits: list[Revisit] = []
         warc = WarcSummary()
-        # One run over all the files: a batch may span files, so a page's versions spread over
-        # small files meet in one batch and are ordered by fetch time, as a cluster ingest orders them.
-        ingester.run(itertools.chain.from_iterable(item.items(mode, revisits, warc) for item in inputs))
+        # One run over all the files, each record numbered by its file and its place in it: a
+        # batch may span files, so a page's versions spread over small files meet in one batch
+        # and are ordered by fetch time, as a cluster ingest orders them.
+        ingester.run_inputs([item.items(mode, revisits, warc) for item in inputs])
     finally:
         for item in inputs:
             item.close()
-    ingester.summary.unchanged += len(revisits)  # fetched again, unchanged
-    mark_revisits(store, revisits)
     if show:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)
     if archives:
         _print_warc_summary(warc)
+    print(cli_runs.run_line(store, ingester.run_id))
     return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
 
 
@@ -295,7 +295,7 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
         try:
             summary = cluster_ingest(client, args.files, store, mode=args.extract or MAIN_CONTENT,
                                      on_progress=progress,
-                                     on_write=lake.write if lake else None)
+                                     on_write=lake.write if lake else None, label=args.run_label)
         except KeyboardInterrupt:
             written = f"{latest[0].written:,} of {latest[0].partitions:,}" if latest else "no"
             sys.stderr.write(f"\n{written} partitions were committed; run the same command again "
@@ -308,6 +308,7 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
         _print_warc_summary(summary.warc)
     for name, reason in summary.failed:
         print(f"  shard failed {name}: {reason}")
+    print(cli_runs.run_line(store, summary.run))
     rate = summary.rows / summary.write_seconds if summary.write_seconds else 0.0
     print(f"cluster: {summary.shards:,} shards, {summary.partitions:,} partitions; the writer appended "
           f"{summary.rows:,} rows in {summary.write_seconds:.2f} s ({rate:,.0f} rows/s)")
@@ -348,11 +349,12 @@ def _fetch_command(args: argparse.Namespace) -> int:
     store.claim_extraction_mode(args.extract)
     if args.warc_out:
         with open(args.warc_out, "ab") as warc:
-            summary = fetch_all(urls, store, options, warc_out=warc)
+            summary = fetch_all(urls, store, options, warc_out=warc, label=args.run_label)
     else:
-        summary = fetch_all(urls, store, options)
+        summary = fetch_all(urls, store, options, label=args.run_label)
     for line in summary.lines():
         print(line)
+    print(cli_runs.run_line(store, summary.run))
     return EXIT_SKIPPED if summary.failed else EXIT_OK
 
 
@@ -406,8 +408,10 @@ def _time_option(value: str) -> datetime:
 
 
 def _export_command(args: argparse.Namespace) -> int:
-    rows = _store(args).changes(host=args.host, since=args.since, until=args.until,
-                                verdicts=args.verdict or (), min_change=args.min_change)
+    store = _store(args)
+    run = store.run(args.run_ref).run if args.run_ref is not None else None
+    rows = store.changes(host=args.host, since=args.since, until=args.until,
+                         verdicts=args.verdict or (), min_change=args.min_change, run=run)
     if args.output in (None, "-"):
         sys.stdout.reconfigure(newline="")
         count = write_changes_csv(rows, sys.stdout)
@@ -525,6 +529,12 @@ def _add_size_options(parser: argparse.ArgumentParser) -> None:
                         help="largest chunk (default %(default)s)")
 
 
+def _add_run_option(parser: argparse.ArgumentParser, default: str) -> None:
+    # Not `dest="run"`: `run` is the command's function.
+    parser.add_argument("--run", dest="run_label", metavar="LABEL",
+                        help=f"the run's label in `cdc runs` and `cdc site-diff` (default: {default})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc", description="Which part of a page changed between two crawls, and how much.")
@@ -570,6 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"content ({MAIN_CONTENT}, the default) or its whole text; for WET files, "
                              f"{GIVEN_TEXT}: Common Crawl's text as it is (chosen by itself for WET files)")
     ingest.add_argument("--quiet", action="store_true", help="no progress line")
+    _add_run_option(ingest, "the files ingested")
     ingest.set_defaults(run=_ingest_command)
 
     fetch = commands.add_parser("fetch", help="fetch live pages (conditional requests) into the store")
@@ -583,6 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--delay", type=float, default=1.0,
                        help="seconds between requests to one host (default 1)")
     fetch.add_argument("--ignore-robots", action="store_true", help="do not honour robots.txt")
+    _add_run_option(fetch, "fetch of N URLs")
     fetch.set_defaults(run=_fetch_command)
 
     compare_ = commands.add_parser("compare", help="what changed between two generations of a URL")
@@ -607,6 +619,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
     export.add_argument("--min-change", type=float, default=0.0, metavar="X",
                         help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
+    export.add_argument("--run", dest="run_ref", metavar="RUN",
+                        help="only the generations first seen in this run (an id or a label; `cdc runs`)")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     export.set_defaults(run=_export_command)
 
@@ -643,6 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=None, help="another seed, another crawl")
     demo.add_argument("--workers", type=int, default=default_threads(), help="default: the cores")
     demo.set_defaults(run=_demo_command)
+
+    cli_runs.add_commands(commands, _store)
     return parser
 
 

@@ -81,6 +81,7 @@ class ClusterSummary:
     written: int = 0  # partitions committed
     rows: int = 0  # rows appended (generations, chunk list rows, change rows)
     write_seconds: float = 0.0  # time in the single writer's transactions
+    run: int = 0  # the run's id (`cdc runs`), once it has finished
 
 
 @contextmanager
@@ -228,9 +229,11 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
                     on_write(batch)
                 if on_progress:
                     on_progress(summary)
-            mark_revisits(store, [revisit for report in reports for revisit in report.revisits])
+            summary.ingest.pages |= mark_revisits(
+                store, [revisit for report in reports for revisit in report.revisits], run)
         counts = {**summary.ingest.counts(), "failed": len(summary.failed)}
         store.finish_run(run, counts, summary.ingest.pages)
+        summary.run = run
     finally:
         client.cancel(pending)
     return summary

@@ -38,3 +38,11 @@ class SpecMismatchError(StoreError):
 
 class PageNotFoundError(CdcError):
     """The store has no page for that URL, or not that generation of it."""
+
+
+class RunError(CdcError):
+    """A crawl run cannot be used as asked: unknown, or two runs given in the wrong order."""
+
+
+class RunNotFoundError(RunError):
+    """The store has no run of that id or label."""

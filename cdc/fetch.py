@@ -133,6 +133,7 @@ class FetchSummary:
     redirects: dict[str, str] = field(default_factory=dict)
     """Requested URL -> final URL, for every URL that was redirected."""
     elapsed: float = 0.0
+    run: int = 0  # the run's id (`cdc runs`), once it has finished
 
     @property
     def failed(self) -> int:
@@ -425,6 +426,7 @@ class _Run:
         self.warc_out = warc_out
         self.summary = FetchSummary()
         self.pending: list[tuple[_Result, dict | None]] = []
+        self.checked: set[str] = set()  # pages that answered 304: seen by the run, unchanged
 
     def record(self, result: _Result, record: dict | None) -> None:
         summary = self.summary
@@ -479,11 +481,12 @@ class _Run:
             etag, last_modified = headers.get("etag"), headers.get("last-modified")
             if result.kind == "not_modified":
                 checked.append((key, result.answer.received.replace(tzinfo=None)))
+                self.checked.add(key)
                 old_etag, old_modified = self.validators.get(canonical_url(result.url), (None, None))
                 etag, last_modified = etag or old_etag, last_modified or old_modified
             validators.append((key, etag, last_modified))
         with self.store.writing() as connection:
-            self.store.mark_checked(connection, checked)
+            self.store.mark_checked(connection, checked, self.run_id)
             self.store.save_validators(connection, validators)
 
     def _count(self, ingest: IngestSummary) -> None:
@@ -583,6 +586,9 @@ def fetch_all(urls: list[str], store: Store, options: FetchOptions | None = None
     asyncio.run(main())
     run.summary.elapsed = time.perf_counter() - started
     counts = run.ingested.counts()
-    counts.update(unchanged=counts["unchanged"] + run.summary.not_modified, failed=run.summary.failed)
-    store.finish_run(run.run_id, counts, run.ingested.pages)
+    seen = run.ingested.pages | run.checked
+    counts.update(pages=len(seen), unchanged=counts["unchanged"] + run.summary.not_modified,
+                  failed=run.summary.failed)
+    store.finish_run(run.run_id, counts, seen)
+    run.summary.run = run.run_id
     return run.summary

@@ -240,9 +240,10 @@ def read_pages(store: Store, connection, groups: list[tuple[str, list[tuple]]],
     return plan_pages(groups, states, histories, store.retention(connection), run)
 
 
-def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
-    """Move `last_checked` forward for pages a WARC `revisit` record saw again, unchanged;
-    a revisit without a usable URL or time says nothing and is passed over."""
+def mark_revisits(store: Store, revisits: Iterable[Revisit], run: int | None = None) -> set[str]:
+    """Move `last_checked` forward for pages a WARC `revisit` record saw again, unchanged,
+    and record that `run` saw them (`Store.mark_checked`); the pages' keys. A revisit
+    without a usable URL or time says nothing and is passed over."""
     checked = []
     for revisit in revisits:
         try:
@@ -251,7 +252,8 @@ def mark_revisits(store: Store, revisits: Iterable[Revisit]) -> None:
             continue
     if checked:
         with store.writing() as connection:
-            store.mark_checked(connection, checked)
+            store.mark_checked(connection, checked, run)
+    return {key for key, _ in checked}
 
 
 def chunk_table(rows: list[tuple]) -> pa.Table:
@@ -383,8 +385,10 @@ class Ingester:
                  batch_records: int = BATCH_RECORDS, batch_bytes: int = BATCH_BYTES,
                  on_batch: Callable[[IngestSummary], None] | None = None,
                  workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None,
-                 label: str | None = None, inputs: Sequence[str] = (), run_id: int | None = None):
+                 label: str | None = None, inputs: Sequence[str] = (), run_id: int | None = None,
+                 revisits: list[Revisit] | None = None):
         self.store = store
+        self.revisits = revisits  # filled by the inputs' readers (WARC revisits), marked at the end
         self.label = label  # the run's label (`cdc runs`), by default what it ingests
         self.inputs = list(inputs)
         self.run_id = run_id  # given: batches of a run its caller started and ends (cdc fetch)
@@ -419,6 +423,9 @@ class Ingester:
             self._close_pool(abandon=True)
             raise
         self._close_pool()
+        if self.revisits:  # fetched again, unchanged: seen by the run
+            self.summary.unchanged += len(self.revisits)
+            self.summary.pages |= mark_revisits(self.store, self.revisits, self.run_id)
         if self._own_run:
             self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
         return self.summary

@@ -10,6 +10,8 @@
   its trim, validators, the extraction mode, and the re-chunking of `cdc migrate`;
 - `reads`: what the views and the CLI read, and the dataclasses they get back;
 - `runs`: crawl runs started and finished, a run's end trimming the texts of its pages;
+- `sitediff`: the runs as the CLI and the dashboard read them, and what changed on a site
+  between two runs;
 - `layout` and `lookups`: the `chunk_lists` row (digests end to end, lengths) cut into
   chunks, and the bounded lookups by key that the writer and the reads share.
 
@@ -39,6 +41,7 @@ from cdc.store.reads import (
 )
 from cdc.store.runs import Runs
 from cdc.store.schema import INDEXES, SCHEMA, SCHEMA_VERSION, TABLES, Schema
+from cdc.store.sitediff import ChangedPage, RunInfo, SiteDiff, SiteDiffs, TemplateChange
 from cdc.store.writer import (
     DEFAULT_KEEP,
     PageHistory,
@@ -50,7 +53,7 @@ from cdc.store.writer import (
 )
 
 
-class Store(Connections, Schema, Writer, Reads, Runs):
+class Store(Connections, Schema, Writer, Reads, Runs, SiteDiffs):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
@@ -71,17 +74,21 @@ __all__ = [
     "SCHEMA_VERSION",
     "TABLES",
     "ChangeRow",
+    "ChangedPage",
     "GenerationInfo",
     "PageHistory",
     "PageInfo",
     "PageState",
     "RetentionPolicy",
+    "RunInfo",
+    "SiteDiff",
     "SpecMismatchError",
     "Store",
     "StoreBusyError",
     "StoreError",
     "StoreNotFoundError",
     "StoredRow",
+    "TemplateChange",
     "Version",
     "WriteBatch",
     "digest_list",

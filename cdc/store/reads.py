@@ -40,9 +40,13 @@ _HOSTS_CHUNKS = _chunks_of("""(
     SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
     FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
     WHERE p.host IN (SELECT host FROM host_size))""")
-# of the pages of a query's `picked` change rows.
+# of the two generations of each of a query's `picked` change rows (a page's other
+# generations are not cut into chunks).
 _PICKED_CHUNKS = _chunks_of("""(
-    SELECT l.* FROM chunk_lists l SEMI JOIN (SELECT natural_key FROM picked) k USING (natural_key))""")
+    SELECT l.* FROM chunk_lists l SEMI JOIN (
+        SELECT natural_key, generation FROM picked
+        UNION SELECT natural_key, previous_generation FROM picked WHERE previous_generation IS NOT NULL
+    ) k USING (natural_key, generation))""")
 
 
 @dataclass(frozen=True)
@@ -266,9 +270,14 @@ class Reads:
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
-                        verdicts: Sequence[str], min_change: float) -> tuple[str, list]:
+                        verdicts: Sequence[str], min_change: float,
+                        run: int | None = None) -> tuple[str, list]:
         """A WHERE clause of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
+        if run is not None:  # generations the run saw first
+            conditions.append("""EXISTS (SELECT 1 FROM generations g WHERE g.natural_key = c.natural_key
+                                 AND g.generation = c.generation AND g.first_run = ?)""")
+            values.append(run)
         if host:
             conditions.append("p.host = ?")
             values.append(host)
@@ -288,9 +297,11 @@ class Reads:
 
     def changes(self, *, host: str | None = None, since: datetime | None = None,
                 until: datetime | None = None, verdicts: Sequence[str] = (),
-                min_change: float = 0.0, limit: int | None = None) -> list[ChangeRow]:
-        """Change summaries, newest first, filtered; what the CSV export writes."""
-        where, values = self._change_filters(host, since, until, verdicts, min_change)
+                min_change: float = 0.0, limit: int | None = None,
+                run: int | None = None) -> list[ChangeRow]:
+        """Change summaries, newest first, filtered (`run`: of the generations that run saw
+        first, by id); what the CSV export writes."""
+        where, values = self._change_filters(host, since, until, verdicts, min_change, run)
         tail = "LIMIT ?" if limit is not None else ""
         if limit is not None:
             values.append(limit)
@@ -304,8 +315,8 @@ class Reads:
 
     def count_changes(self, *, host: str | None = None, since: datetime | None = None,
                       until: datetime | None = None, verdicts: Sequence[str] = (),
-                      min_change: float = 0.0) -> int:
-        where, values = self._change_filters(host, since, until, verdicts, min_change)
+                      min_change: float = 0.0, run: int | None = None) -> int:
+        where, values = self._change_filters(host, since, until, verdicts, min_change, run)
         with self.reading() as connection:
             return _one(connection.execute(
                 f"SELECT count(*) FROM changes c JOIN pages p USING (natural_key) {where}", values))[0]

@@ -200,7 +200,7 @@ UPGRADE_TO_LISTS = [
 RENUMBERED_TABLES = ("pages", "generations", "chunk_lists", "changes")
 UPGRADE_TO_CAPTURE_IDS = [
     """INSERT INTO generations SELECT g.natural_key, r.generation, g.fetched_at, g.content_digest,
-           g.length, g.chunk_count, g.text, NULL FROM old_generations g
+           g.length, g.chunk_count, g.text, 0 FROM old_generations g
        JOIN renumbered r ON r.natural_key = g.natural_key AND r.old = g.generation""",
     """INSERT INTO chunk_lists SELECT c.natural_key, r.generation, c.digests, c.lengths FROM old_chunk_lists c
        JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation""",
@@ -220,6 +220,10 @@ UPGRADE_TO_CAPTURE_IDS = [
        WHERE p.last_checked > g.fetched_at""",
     """INSERT INTO runs SELECT 0, 'before runs were recorded', min(first_seen), max(last_checked), [],
            NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL FROM pages HAVING count(*) > 0""",
+    # Run 0 saw every page at its latest check, so a site diff can start from it.
+    """INSERT INTO page_runs SELECT p.natural_key, 0, p.last_checked, g.content_digest
+       FROM pages p JOIN generations g
+         ON g.natural_key = p.natural_key AND g.generation = p.latest_generation""",
     "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
 ]
 

@@ -371,8 +371,10 @@ class Writer:
 
 
     def mark_checked(self, connection: duckdb.DuckDBPyConnection,
-                     rows: Sequence[tuple[str, datetime]]) -> None:
-        """Move `last_checked` of pages forward (a 304: the page is as stored)."""
+                     rows: Sequence[tuple[str, datetime]], run: int | None = None) -> None:
+        """Move `last_checked` of pages forward (a 304, a WARC revisit: the page is as
+        stored); with `run`, record that the run saw each page, with the content digest of
+        the generation current at that time (`page_runs`), as a fetch of it would."""
         if not rows:
             return
         keys, times = zip(*rows)
@@ -385,6 +387,13 @@ class Writer:
                       FROM batch_checked GROUP BY natural_key) c
                 WHERE pages.natural_key = c.natural_key
             """)
+            if run is not None:
+                connection.execute("""
+                    INSERT INTO page_runs
+                    SELECT c.natural_key, ?, c.last_checked, g.content_digest
+                    FROM batch_checked c ASOF JOIN generations g
+                      ON g.natural_key = c.natural_key AND c.last_checked >= g.fetched_at
+                """, [run])
         finally:
             connection.unregister("batch_checked")
 
