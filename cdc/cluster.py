@@ -52,7 +52,7 @@ from cdc.observations import (
     partition_table,
     shard_report,
 )
-from cdc.store import RetentionPolicy, Store, WriteBatch
+from cdc.store import Store, WriteBatch
 from cdc.warc import WarcSummary
 
 PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition; at least one per worker, and two
@@ -301,7 +301,6 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
     after Dask has made the shards it held again.
     """
     builds = []
-    policy = store.retention() if store else RetentionPolicy()
     holders = _holders(client, observed)
     held: dict[str | None, list] = {}
     for shard, holder in zip(observed, holders):
@@ -321,7 +320,7 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
             with store.reading() as connection:
                 states = store.page_states(connection, [key for key, _ in earliest])
                 histories = store.page_histories(connection, reaching_back(earliest, states))
-        builds.append(client.submit(build_partition, picked, local, buckets, states, histories, policy,
+        builds.append(client.submit(build_partition, picked, local, buckets, states, histories,
                                     params, run, pure=False, **_preferring(worker)))
     return builds
 

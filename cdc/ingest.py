@@ -32,7 +32,7 @@ from cdc.collector import collector_paused
 from cdc.errors import InvalidUrlError
 from cdc.lifeline import follow_parent
 from cdc.sources import BadRecord, RawLine, SourceRecord
-from cdc.store import PageHistory, PageState, RetentionPolicy, Store, WriteBatch, digest_list
+from cdc.store import PageHistory, PageState, Store, WriteBatch, digest_list
 from cdc.urls import canonical_url, host_of
 from cdc.versions import (
     NEW,
@@ -214,10 +214,10 @@ def reaching_back(earliest: Iterable[tuple[str, datetime]], states: dict[str, Pa
 
 
 def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageState],
-               histories: dict[str, PageHistory], policy: RetentionPolicy, run: int = 0) -> list[PageWork]:
-    """Each page's work: its records, what the store knows of it (the whole history of
-    pages in `histories`, see `reaching_back`), and its retention limit. The class of the
-    page's latest record wins, else the stored one."""
+               histories: dict[str, PageHistory], run: int = 0) -> list[PageWork]:
+    """Each page's work: its records and what the store knows of it (the whole history of
+    pages in `histories`, see `reaching_back`). The class of the page's latest record wins,
+    else the stored one."""
     pages = []
     for key, entries in groups:
         state = states.get(key)
@@ -237,7 +237,7 @@ def read_pages(store: Store, connection, groups: list[tuple[str, list[tuple]]],
     states = store.page_states(connection, keys)
     earliest = [(key, min(entry[2].fetched_at for entry in entries)) for key, entries in groups]
     histories = store.page_histories(connection, reaching_back(earliest, states))
-    return plan_pages(groups, states, histories, store.retention(connection), run)
+    return plan_pages(groups, states, histories, run)
 
 
 def mark_revisits(store: Store, revisits: Iterable[Revisit], run: int | None = None) -> set[str]:

@@ -35,7 +35,7 @@ from cdc.ingest import INPUT_SHIFT, IngestSummary, by_page, outcome_tables, plan
 from cdc.inputs import open_crawl_input
 from cdc.normalize import content_digest
 from cdc.sources import BadRecord, one_line
-from cdc.store import PageHistory, PageState, RetentionPolicy, WriteBatch
+from cdc.store import PageHistory, PageState, WriteBatch
 from cdc.urls import host_of
 from cdc.versions import Pending, Prepared, build_pages, content_of
 from cdc.warc import Revisit, WarcSummary
@@ -175,7 +175,7 @@ def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observe
 
 @collector_paused
 def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]], buckets: list[int],
-                    states: dict[str, PageState], histories: dict[str, PageHistory], policy: RetentionPolicy,
+                    states: dict[str, PageState], histories: dict[str, PageHistory],
                     params: ChunkParams = DEFAULT_PARAMS, run: int = 0) -> tuple[WriteBatch, IngestSummary]:
     """The rows one partition's pages add, from their observations and what the store holds
     of them (`states`, `histories`: `Store.page_states`, `Store.page_histories`).
@@ -193,7 +193,7 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
         prepared = Prepared(text, digest, chunks_from_lengths(digests, lengths))
         pending = Pending(sequence, source, line, url, fetched_at, prepared, size)
         entries.append((key, retention_class, pending))
-    outcomes = build_pages(plan_pages(by_page(entries), states, histories, policy, run), params)
+    outcomes = build_pages(plan_pages(by_page(entries), states, histories, run), params)
     summary = IngestSummary()
     for outcome in outcomes:
         summary.add(outcome)

@@ -153,7 +153,8 @@ def test_a_later_batch_trims_what_earlier_batches_retained(store):
         rows = connection.execute("SELECT natural_key, generation FROM content_chunks "
                                   "GROUP BY ALL ORDER BY ALL").fetchall()
     assert rows == [("https://a.example/once", crawlgen.generation(0)),
-                    ("https://a.example/p", crawlgen.generation(3)), ("https://a.example/p", crawlgen.generation(4))]
+                    ("https://a.example/p", crawlgen.generation(3)),
+                    ("https://a.example/p", crawlgen.generation(4))]
 
 
 def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):

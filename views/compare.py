@@ -43,11 +43,11 @@ figures[2].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
 figures[3].metric("Bytes added", f"{report.bytes_added:,}")
 figures[4].metric("Bytes removed", f"{report.bytes_removed:,}")
 stored = next((row for row in store.history(url) if row.generation == new), None)
-if stored is not None and stored.previous_generation == old:  # the stored change row is this comparison's
-    if stored.template_only:
-        st.info("A template change: every changed chunk is part of the host's template (its "
-                "boilerplate). Leave the boilerplate out to see this page's own content unchanged.",
-                icon=":material/dashboard:")
+# The stored change row is this comparison's when it was measured from `old`.
+if stored is not None and stored.previous_generation == old and stored.template_only:
+    st.info("A template change: every changed chunk is part of the host's template (its "
+            "boilerplate). Leave the boilerplate out to see this page's own content unchanged.",
+            icon=":material/dashboard:")
 
 old_chunks, new_chunks = version_chunks(result.old), version_chunks(result.new)
 st.plotly_chart(
