@@ -378,6 +378,17 @@ _SEEN_SCHEMA = pa.schema([
 _REMOVED_SCHEMA = pa.schema([("natural_key", pa.string()), ("generation", pa.int64())])
 
 
+def _numbered(number: int, items: Iterable[SourceRecord | RawLine | BadRecord]
+              ) -> Iterator[tuple[int, SourceRecord | RawLine | BadRecord]]:
+    """The items of input `number`, each record with its place in the input (a bad line takes
+    none), as a cluster's map stage numbers a shard's."""
+    place = 0
+    for item in items:
+        if not isinstance(item, BadRecord):
+            place += 1
+        yield number << INPUT_SHIFT | place, item
+
+
 class Ingester:
     """Runs records into a store, batch by batch; see the module docstring."""
 
@@ -409,8 +420,7 @@ class Ingester:
     def run_inputs(self, inputs: Sequence[Iterable[SourceRecord | RawLine | BadRecord]]) -> IngestSummary:
         """Ingest the records of several inputs (files), in order, as one run: each record
         numbered by its input and its place in it (`INPUT_SHIFT`), as a cluster numbers them."""
-        numbered = ((number << INPUT_SHIFT | place, item) for number, items in enumerate(inputs)
-                    for place, item in enumerate(items, 1))
+        numbered = (pair for number, items in enumerate(inputs) for pair in _numbered(number, items))
         if self._own_run:
             self.run_id = self.store.start_run(self.label, self.inputs)
         try:

@@ -15,6 +15,12 @@ such writer, reads rows per chunk more simply (Parquet stores the repeated keys 
 Files are only ever added (each batch's have their own names), so several runs into one
 directory add up. A batch's files are written after the store commits it: a run stopped
 between the two leaves the lake a batch short of the store.
+
+The lake is a log of what each batch wrote, and two things the store does later stay out of
+it: a fetch put in place before a page's latest can replace the page's generation and change
+rows (their keys are written to `removed_generations` and `removed_changes`: a reader drops
+a row whose natural_key and generation a later file removed), and the retention limit, which
+the store applies at each run's end, never drops a text from the lake.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from cdc.store import WriteBatch
+from cdc.urls import host_of
 
-LAKE_TABLES = ("generations", "content_chunks", "changes")
+LAKE_TABLES = ("generations", "content_chunks", "changes", "removed_generations", "removed_changes")
 _BY_HOST = ds.partitioning(pa.schema([("host", pa.string())]), flavor="hive")
 
 
@@ -42,12 +49,12 @@ class ParquetLake:
         self.rows = 0
 
     def write(self, batch: WriteBatch) -> None:
-        hosts = dict(zip(batch.pages.column("natural_key").to_pylist(),
-                         batch.pages.column("host").to_pylist()))
-        for name, table in zip(LAKE_TABLES, (batch.generations, batch.content_chunks(), batch.changes)):
+        tables = (batch.generations, batch.content_chunks(), batch.changes, batch.removed_generations,
+                  batch.removed_changes)
+        for name, table in zip(LAKE_TABLES, tables):
             if not table.num_rows:
                 continue
-            host = pa.array([hosts[key] for key in table.column("natural_key").to_pylist()], pa.string())
+            host = pa.array([host_of(key) for key in table.column("natural_key").to_pylist()], pa.string())
             ds.write_dataset(table.append_column("host", host), self.directory / name, format="parquet",
                              partitioning=_BY_HOST,
                              basename_template=f"{self.run}-{self.batches:06d}-{{i}}.parquet",

@@ -40,7 +40,8 @@ def test_ingest_reads_warc_found_by_content(tmp_path, capsys, compress):
     assert expected in out
     store = Store(db)
     page = store.page("https://shop.example/lamp")
-    assert page.latest_generation == 2 and page.last_checked.day == 3
+    assert page.latest_generation == 20261102100000 and page.last_checked.day == 3  # its capture time
+    assert len(store.generations(page.natural_key)) == 2
     assert store.history("https://shop.example/lamp")[-1].excerpt == "$19.99 → $24.99"
     assert store.meta()["extraction"] == "main"
 

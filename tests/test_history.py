@@ -20,7 +20,7 @@ from cdc.sources import SourceRecord
 from cdc.store import TABLES, RetentionPolicy, Store
 from cdc.versions import capture_id
 from tests import crawlgen
-from tests.storerows import consistency_problems, store_rows
+from tests.storerows import consistency_problems, store_rows, without_runs
 
 URL = "https://a.example/p"
 
@@ -41,13 +41,6 @@ def ingest(store: Store, *inputs: list[dict], batch_records: int = 4_000, **kwar
 
 def rows(path: Path) -> dict[str, list[tuple]]:
     return store_rows(path, TABLES)
-
-
-def without_runs(tables: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
-    """Rows with the run that first saw each generation left out: two runs made in another
-    order are numbered the other way."""
-    return {name: [row[:-1] for row in table] if name == "generations" else table
-            for name, table in tables.items()}
 
 
 def bodies(seed: int, count: int) -> list[str]:
