@@ -287,3 +287,70 @@ def cached_host_boilerplate(store: Store, host: str, share: float, min_pages: in
 
 def cached_shared_across_hosts(store: Store):
     return _shared_across_hosts(str(store.path), _version(store))
+
+
+def finished_runs(store: Store) -> list:
+    """The store's finished runs, newest first: the Site view compares two of them."""
+    return [run for run in store.runs() if run.finished]
+
+
+@st.cache_data(ttl=60, show_spinner=False, max_entries=8)
+def _run_captures(path: str, _version: float):
+    return Store(path).run_captures()
+
+
+def cached_run_captures(store: Store):
+    """Each run's first and last capture, cached until the store changes."""
+    return _run_captures(str(store.path), _version(store))
+
+
+@st.cache_data(ttl=60, show_spinner=False, max_entries=32)
+def _site_diff(path: str, _version: float, run_a: int, run_b: int, host: str | None, limit: int,
+               offset: int, template_change: str | None):
+    return Store(path).site_diff(run_a, run_b, host, limit=limit, offset=offset,
+                                 template_change=template_change)
+
+
+def cached_site_diff(store: Store, run_a: int, run_b: int, host: str | None, *, limit: int, offset: int,
+                     template_change: str | None = None):
+    """`Store.site_diff`, cached until the store changes: paging back reruns nothing."""
+    return _site_diff(str(store.path), _version(store), run_a, run_b, host, limit, offset, template_change)
+
+
+def query_to_state(key: str, name: str, valid, convert=str, default=None) -> None:
+    """Before widget `key` is drawn: open it at the query string's `name` when that converts to
+    a value `valid` accepts; else keep its value if still valid, else `default` (None: the
+    widget's own). `state_to_query` is the widget's on_change, so a change wins over the URL."""
+    wanted = st.query_params.get(name)
+    try:
+        value = convert(wanted) if wanted is not None else None
+    except ValueError:
+        value = None
+    if value is not None and valid(value):
+        st.session_state[key] = value
+    elif key not in st.session_state or not valid(st.session_state[key]):
+        if default is None:
+            st.session_state.pop(key, None)
+        else:
+            st.session_state[key] = default
+
+
+def state_to_query(key: str, name: str, *stale: str) -> None:
+    """Widget `key`'s new value to the query string's `name`; the names in `stale` (filters
+    that no longer apply, such as a page number) leave it."""
+    value = st.session_state.get(key)
+    if value is None or value == "":
+        st.query_params.pop(name, None)
+    else:
+        st.query_params[name] = str(value)
+    for other in stale:
+        st.query_params.pop(other, None)
+
+
+_MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_{}[]<>()#+-.!|~$:"})
+
+
+def plain_markdown(text: str) -> str:
+    """`text` (a run's label, say) as literal text inside a Streamlit message, which reads
+    Markdown: every character Markdown would act on escaped."""
+    return text.translate(_MARKDOWN_ESCAPES)

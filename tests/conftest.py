@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cdc import content_for_chunking
+from cdc.demo import build_demo
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "rustbook.jsonl.gz"
 
@@ -25,3 +26,11 @@ def corpus_versions() -> dict[str, list[bytes]]:
             record = json.loads(line)
             versions[record["url"]].append(content_for_chunking(record))
     return dict(versions)
+
+
+@pytest.fixture(scope="session")
+def demo_path(tmp_path_factory) -> Path:
+    """A small demo store (36 pages, 5 crawl runs), read by the dashboard's tests."""
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    build_demo(path, pages=36, generations=5)
+    return path

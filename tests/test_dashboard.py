@@ -16,7 +16,6 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from cdc import demo
-from cdc.demo import build_demo
 from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import iter_jsonl
@@ -25,15 +24,8 @@ from tests import crawlgen, textgen
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = '<script>alert("owned")</script> and <b>bold</b> &amp; more'
-PAGES = ("views/overview.py", "views/compare.py", "views/trends.py", "views/boilerplate.py",
-         "views/export.py")
-
-
-@pytest.fixture(scope="module")
-def demo_path(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_demo(path, pages=36, generations=5)
-    return path
+PAGES = ("views/site.py", "views/overview.py", "views/compare.py", "views/trends.py",
+         "views/boilerplate.py", "views/export.py")
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +155,10 @@ def test_first_launch_builds_the_demo_store_and_says_so(tmp_path, monkeypatch):
     assert not app.exception
     assert (tmp_path / "data" / "demo.duckdb").exists()
     assert any("demo data" in caption.value for caption in app.sidebar.caption)
+    assert [title.value for title in app.title] == ["What changed on the site"]  # it holds runs
+    app.switch_page("views/overview.py")
+    app.run()
+    assert not app.exception
     assert {m.label: m.value for m in app.metric}["Pages"] == f"{demo.DEFAULT_PAGES:,}"
 
 

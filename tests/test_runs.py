@@ -146,6 +146,29 @@ def test_site_diff_counts_pages_new_gone_changed_by_verdict_and_unchanged(two_cr
     assert all(p.template_only == store.history(p.natural_key)[-1].template_only for p in diff.pages)
 
 
+def test_a_template_change_lists_its_pages_by_its_key(two_crawls):
+    store = Store(two_crawls)
+    (group,) = store.site_diff(1, 2).template_changes
+    assert group.examples == (SHOP.format(5), SHOP.format(6), SHOP.format(7))
+    assert group.key == store.site_diff("crawl-a", "crawl-b").template_changes[0].key  # stable
+    listed = store.site_diff(1, 2, limit=2, template_change=group.key)
+    assert [p.natural_key for p in listed.pages] == [SHOP.format(5), SHOP.format(6)]
+    assert {p.template_only for p in listed.pages} == {True}
+    rest = store.site_diff(1, 2, limit=2, offset=2, template_change=group.key).pages
+    assert [p.natural_key for p in rest] == [SHOP.format(7)]
+    assert listed.changed == 7  # the counts stay the whole diff's
+    assert store.site_diff(1, 2, template_change="not-a-key").pages == []
+
+
+def test_the_run_of_a_date_is_the_latest_crawl_begun_by_then(two_crawls):
+    store = Store(two_crawls)
+    captures = store.run_captures()
+    assert set(captures) == {1, 2} and captures[1][0] <= captures[1][1] < captures[2][0]
+    first, second = captures[1][0].date(), captures[2][0].date()
+    assert store.run_on(first).run == 1 and store.run_on(second).run == 2
+    assert store.run_on(first - timedelta(days=1)) is None
+
+
 def test_site_diff_without_the_template_flags(two_crawls):
     quick = Store(two_crawls).site_diff(1, 2, limit=100, with_template=False)
     assert (quick.changed, quick.template_only, quick.template_changes) == (7, None, [])

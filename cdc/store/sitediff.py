@@ -14,9 +14,10 @@ changed pages and the template groups read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 import duckdb
+import xxhash
 
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.lookups import _one
@@ -26,6 +27,7 @@ from cdc.store.runs import RUN_COUNTS
 FINISHED, NOT_FINISHED = "finished", "did not finish"
 SHOWN_RUNS = 10  # runs an unknown-run error names
 DEFAULT_PAGE_SIZE = 50
+TEMPLATE_EXAMPLES = 3  # pages a template change names
 CHANGE_VERDICTS = ("minor", "rewrite", "different_page", "changed")  # smallest first; changed: unmeasured
 
 _RUN_COLUMNS = "run, label, started_at, ended_at, inputs, " + ", ".join(RUN_COUNTS)
@@ -137,6 +139,13 @@ class TemplateChange:
     excerpt: str | None
     pages: int
     sample: str  # the natural key of one of the pages, for a Compare link
+    examples: tuple[str, ...] = ()  # the first few of its pages' natural keys, `sample` first
+
+    @property
+    def key(self) -> str:
+        """A short stable name of this change (its host and excerpt), for a link that lists its
+        pages: `site_diff(..., template_change=key)`."""
+        return xxhash.xxh3_64_hexdigest(f"{self.host}\0{self.excerpt or ''}".encode())[:12]
 
 
 @dataclass(frozen=True)
@@ -203,13 +212,37 @@ class SiteDiffs:
         raise RunNotFoundError(f"no run with id or label {text!r} in {self.path}; its runs, newest first: "
                                f"{named}{more} (`cdc runs` lists them all)")
 
+    def run_captures(self) -> dict[int, tuple[datetime, datetime]]:
+        """Each run's first and last capture (the fetch times of the pages it saw), by run id:
+        when its crawl happened, which its start and end (when it was ingested) need not say.
+        A run that saw no page is left out."""
+        with self.reading() as connection:
+            rows = connection.execute(
+                "SELECT run, min(fetched_at), max(fetched_at) FROM page_runs GROUP BY run").fetchall()
+        return {run: (first, last) for run, first, last in rows}
+
+    def run_on(self, day: date) -> RunInfo | None:
+        """The latest finished run whose crawl began on or before `day` (its first capture that
+        day or earlier): what "the crawl of that date" picks. None when no crawl began by then."""
+        end = datetime.combine(day, datetime.min.time()) + timedelta(days=1)
+        with self.reading() as connection:
+            row = _one(connection.execute(f"""
+                SELECT {_RUN_COLUMNS} FROM runs
+                WHERE ended_at IS NOT NULL
+                  AND run IN (SELECT run FROM page_runs GROUP BY run HAVING min(fetched_at) < ?)
+                ORDER BY run DESC LIMIT 1""", [end]))
+        return None if row is None else _run_info(row)
+
     def site_diff(self, run_a: int | str, run_b: int | str, host: str | None = None, *,
-                  limit: int = DEFAULT_PAGE_SIZE, offset: int = 0, with_template: bool = True) -> SiteDiff:
+                  limit: int = DEFAULT_PAGE_SIZE, offset: int = 0, with_template: bool = True,
+                  template_change: str | None = None) -> SiteDiff:
         """What changed between run A and run B, on every host or on `host`: counts, and the
         changed pages from `offset`, at most `limit` of them, largest change first.
 
         The template-only flags are most of the cost (they count every retained chunk of the
-        hosts); `with_template=False` leaves them unknown (None), for a first quick answer."""
+        hosts); `with_template=False` leaves them unknown (None), for a first quick answer.
+        `template_change` (a `TemplateChange.key`) lists that template change's pages only (none
+        when no change of this diff has that key); the counts stay the whole diff's."""
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset are at least 0, got {limit} and {offset}")
         with self.reading() as connection:
@@ -236,18 +269,24 @@ class SiteDiffs:
                 GROUP BY verdict""").fetchall(), key=_verdict_order))
             (changed, template_only), = connection.execute(
                 "SELECT count(*), count(*) FILTER (WHERE template_only) FROM site_changes").fetchall()
-            groups = connection.execute("""
-                SELECT host, excerpt, count(*) AS pages, min(natural_key)
+            groups = [TemplateChange(host_, excerpt, pages, examples[0], tuple(examples))
+                      for host_, excerpt, pages, examples in connection.execute("""
+                SELECT host, excerpt, count(*) AS pages, min(natural_key, ?)
                 FROM site_changes WHERE template_only GROUP BY host, excerpt
-                ORDER BY pages DESC, host, excerpt""").fetchall()
+                ORDER BY pages DESC, host, excerpt""", [TEMPLATE_EXAMPLES]).fetchall()]
+            where, values = "", []
+            if template_change is not None:
+                chosen = next((group for group in groups if group.key == template_change), None)
+                where = "WHERE template_only AND host = ? AND excerpt IS NOT DISTINCT FROM ?"
+                values = [chosen.host, chosen.excerpt] if chosen else [None, None]  # None: no rows
             rows = connection.execute(f"""
                 SELECT natural_key, url, host, generation_a, generation, previous_generation, verdict,
                        template_only, bytes_added, bytes_removed, unchanged_ratio, retained_ratio,
                        excerpt, measure
-                FROM site_changes {_LARGEST_FIRST} LIMIT ? OFFSET ?""", [limit, offset]).fetchall()
+                FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?""",
+                                      [*values, limit, offset]).fetchall()
         return SiteDiff(a, b, host, new, gone, changed, unchanged, verdicts,
-                        template_only if with_template else None,
-                        [TemplateChange(*group) for group in groups],
+                        template_only if with_template else None, groups,
                         [ChangedPage(*row) for row in rows], offset)
 
 

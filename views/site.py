@@ -1,0 +1,197 @@
+"""Site: what changed on a site between two crawl runs, or the crawls of two dates, on every
+host or one: the counts, the template changes grouped, the changed pages largest first.
+
+Every filter is in the query string (`?a=4&b=5&host=&group=&page=`, or `?by=dates&date_a=
+&date_b=`), so a link reopens the same view. Page text is shown in table cells and option
+labels only, which Streamlit renders as text.
+"""
+
+import datetime as dt
+import math
+from urllib.parse import urlencode
+
+import streamlit as st
+
+import ui
+from cdc.errors import CdcError
+
+PAGE_SIZE = 50
+SHOWN_TEMPLATE_CHANGES = 200
+BY_RUNS, BY_DATES = "runs", "dates"
+VERDICT_LABELS = {"minor": "Minor", "rewrite": "Rewrite", "different_page": "Different page",
+                  "changed": "Changed, not measured"}
+
+store = ui.current_store()
+st.title("What changed on the site")
+
+runs = store.runs()
+finished = [run for run in runs if run.finished]
+if len(finished) < 2:
+    st.info(f"This store holds {len(finished)} finished crawl run{'s' * (len(finished) != 1)}; this "
+            "view compares two. Ingest each crawl as a run of its own, "
+            "`cdc ingest --run LABEL FILE`, and `cdc runs` lists them.", icon=":material/info:")
+    st.stop()
+
+by_id = {run.run: run for run in runs}
+captures = ui.cached_run_captures(store)
+
+
+def crawl_day(run: int) -> dt.date:
+    """The day a run's crawl began (its first capture), else the day it was ingested."""
+    return captures[run][0].date() if run in captures else by_id[run].started_at.date()
+
+
+def run_label(run: int) -> str:
+    info, day = by_id[run], crawl_day(run)
+    last = captures[run][1].date() if run in captures else day
+    when = f"{day}" if last == day else f"{day} to {last}"
+    return f"run {run} · {info.label} · {when}" + ("" if info.finished else " · did not finish")
+
+
+def to_query(key: str, name: str) -> dict:
+    """A widget's on_change: its value to the query string; a changed diff starts at page 1
+    of every changed page."""
+    return {"on_change": ui.state_to_query, "args": (key, name, "group", "page")}
+
+
+ui.query_to_state("site-by", "by", lambda value: value in (BY_RUNS, BY_DATES), default=BY_RUNS)
+by = st.radio("Compare", [BY_RUNS, BY_DATES], key="site-by", horizontal=True,
+              format_func={BY_RUNS: "two runs", BY_DATES: "two dates"}.get, **to_query("site-by", "by"))
+left, middle, right = st.columns(3)
+if by == BY_RUNS:
+    ids = [run.run for run in runs]
+    ui.query_to_state("site-a", "a", ids.__contains__, int, default=finished[1].run)
+    ui.query_to_state("site-b", "b", ids.__contains__, int, default=finished[0].run)
+    run_a = left.selectbox("Run A (before)", ids, key="site-a", format_func=run_label,
+                           **to_query("site-a", "a"))
+    run_b = middle.selectbox("Run B (after)", ids, key="site-b", format_func=run_label,
+                             **to_query("site-b", "b"))
+    st.query_params.update({"a": str(run_a), "b": str(run_b)})
+    for stale in ("by", "date_a", "date_b"):
+        st.query_params.pop(stale, None)
+else:
+    for name, key, run in (("date_a", "site-date-a", finished[1].run),
+                           ("date_b", "site-date-b", finished[0].run)):
+        ui.query_to_state(key, name, lambda value: True, dt.date.fromisoformat, default=crawl_day(run))
+    day_a = left.date_input("The crawl of (before)", key="site-date-a", **to_query("site-date-a", "date_a"))
+    day_b = middle.date_input("The crawl of (after)", key="site-date-b", **to_query("site-date-b", "date_b"))
+    st.query_params.update({"by": BY_DATES, "date_a": str(day_a), "date_b": str(day_b)})
+    for stale in ("a", "b"):
+        st.query_params.pop(stale, None)
+    picked = []
+    for column, day in ((left, day_a), (middle, day_b)):
+        info = store.run_on(day)
+        if info is None:
+            ui.fail(f"No finished crawl began on or before {day}: the first began on "
+                    f"{min(crawl_day(run.run) for run in finished)}.")
+        column.caption(f"The latest crawl begun by then: {ui.plain_markdown(run_label(info.run))}")
+        picked.append(info.run)
+    run_a, run_b = picked
+
+hosts = [""] + [host for host, _ in store.hosts()]
+ui.query_to_state("site-host", "host", hosts.__contains__, default="")
+host = right.selectbox("Host", hosts, key="site-host", format_func=lambda value: value or "all hosts",
+                       **to_query("site-host", "host"))
+if host:
+    st.query_params["host"] = host
+else:
+    st.query_params.pop("host", None)
+
+if run_a == run_b:
+    ui.fail("Both sides are the same crawl run: pick two.")
+if run_a > run_b:
+    ui.fail(f"{ui.plain_markdown(run_label(run_a))} came after {ui.plain_markdown(run_label(run_b))}: "
+            "put the earlier run first.")
+for run in (run_a, run_b):
+    if not by_id[run].finished:
+        st.warning(f"{ui.plain_markdown(run_label(run))} did not finish: it saw only part of its crawl.")
+
+ui.query_to_state("site-page", "page", lambda value: value >= 1, int, default=1)
+wanted_group = st.query_params.get("group") or None
+
+
+def diff_at(page: int, group: str | None):
+    try:
+        return ui.cached_site_diff(store, run_a, run_b, host or None, limit=PAGE_SIZE,
+                                   offset=(page - 1) * PAGE_SIZE, template_change=group)
+    except CdcError as exc:
+        ui.fail(str(exc))
+
+
+with st.spinner("Comparing the two runs…"):
+    diff = diff_at(st.session_state["site-page"], wanted_group)
+    groups = {change.key: change for change in diff.template_changes}
+    if wanted_group is not None and wanted_group not in groups:  # a link to a change this diff lacks
+        st.query_params.pop("group", None)
+        wanted_group, st.session_state["site-page"] = None, 1
+        diff = diff_at(1, None)
+    group = groups.get(wanted_group)
+    pages = max(1, math.ceil((group.pages if group else diff.changed) / PAGE_SIZE))
+    if st.session_state["site-page"] > pages:  # a link made when there were more
+        st.session_state["site-page"] = pages
+        diff = diff_at(pages, wanted_group)
+
+first, second = st.columns(4), st.columns(max(len(diff.verdicts) + 1, 4))
+for column, (label, count) in zip(first, [("New pages", diff.new), ("Not seen again", diff.not_seen_again),
+                                          ("Changed", diff.changed), ("Unchanged", diff.unchanged)]):
+    column.metric(label, f"{count:,}")
+counts = [(VERDICT_LABELS.get(verdict, verdict), count) for verdict, count in diff.verdicts.items()]
+for column, (label, count) in zip(second, [*counts, ("Template only", diff.template_only)]):
+    column.metric(label, "-" if count is None else f"{count:,}")
+
+shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
+st.subheader(f"Template changes: {len(diff.template_changes):,}")
+if diff.template_changes:
+    st.caption("One edit of a host's template (the same text inserted, removed or replaced) on many of "
+               "its pages, shown once. *List its pages* lists them below.")
+    st.dataframe([{"host": change.host, "pages": change.pages,
+                   "list": "?" + urlencode({**shared, "group": change.key}),
+                   "what changed": change.excerpt, "examples": [ui.short_url(key) for key in change.examples]}
+                  for change in diff.template_changes[:SHOWN_TEMPLATE_CHANGES]],
+                 column_config={"list": st.column_config.LinkColumn("list", display_text="List its pages"),
+                                "examples": st.column_config.ListColumn("examples")},
+                 hide_index=True, key="site-template-changes")
+    if len(diff.template_changes) > SHOWN_TEMPLATE_CHANGES:
+        st.caption(f"The {SHOWN_TEMPLATE_CHANGES} on most pages of {len(diff.template_changes):,}.")
+else:
+    st.caption("None: no changed page differs by its host's template alone.")
+
+st.subheader("Changed pages, largest change first")
+options = ["", *groups]
+ui.query_to_state("site-group", "group", options.__contains__, default="")
+
+
+def group_label(key: str) -> str:
+    if not key:
+        return "every changed page"
+    change = groups[key]
+    return (f"the pages of one template change: {change.host}, {change.pages:,} pages, "
+            f"{(change.excerpt or '')[:90]}")
+
+
+st.selectbox("Show", options, key="site-group", format_func=group_label, on_change=ui.state_to_query,
+             args=("site-group", "group", "page"))
+total = group.pages if group else diff.changed
+left, right = st.columns([1, 4])
+page = left.number_input("Page", 1, pages, key="site-page", on_change=ui.state_to_query,
+                         args=("site-page", "page"))
+st.query_params["page"] = str(page)
+if diff.pages:
+    right.caption(f"{diff.offset + 1:,}-{diff.offset + len(diff.pages):,} of {total:,}. "
+                  "*Compare* opens the page's two generations side by side.")
+st.dataframe([{
+    "page": changed.natural_key,
+    "open": ui.compare_link(changed.natural_key, changed.generation_a, changed.generation_b),
+    "host": changed.host,
+    "verdict": changed.verdict,
+    "template only": changed.template_only,
+    "changed": changed.share_changed,
+    "what changed": changed.excerpt,
+    "+bytes": changed.bytes_added,
+    "-bytes": changed.bytes_removed,
+} for changed in diff.pages],
+    column_config={
+        "open": st.column_config.LinkColumn("open", display_text="Compare"),
+        "changed": st.column_config.ProgressColumn("changed", min_value=0.0, max_value=1.0, format="percent"),
+    },
+    hide_index=True, key="site-pages")
