@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from statistics import fmean
 
 import plotly.graph_objects as go
@@ -25,6 +25,7 @@ from cdc.compare import VERDICTS, ChangeReport
 from cdc.highlight import PALETTE, char_start
 from cdc.refine import MOVE
 from cdc.store import ChangeRow, GenerationInfo
+from cdc.timebins import BINS, HOVER_FORMATS, TICK_FORMATS, bin_range, bin_start, choose_bin
 from cdc.versions import NEW as NEW_PAGE  # the verdict of a page's first generation
 
 VERDICT_COLOURS = {
@@ -48,9 +49,11 @@ BAR_WIDTH = 0.36  # of the unit distance between tracks
 EXCERPT_CHARS = 80
 FIGURE_HEIGHT = 260
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 40}
-PERIODS = ("day", "week")
+PERIODS = BINS  # hour, day, week, month: `cdc.timebins`
 Span = tuple[int, int, int, int]  # old start, old end, new start, new end (bytes)
 WEEK_MS = 7 * 24 * 3600 * 1000  # a week as a Plotly date-axis step
+AXIS_TICKS = 8  # about this many ticks on a time axis
+PERIOD_LENGTHS = {"hour": 3600 * 1000, "day": 24 * 3600 * 1000, "week": WEEK_MS, "month": "M1"}  # Plotly's
 
 
 def escape(text: str) -> str:
@@ -271,6 +274,7 @@ def trend_figure(history: Sequence[GenerationInfo]) -> go.Figure:
         figure.add_trace(go.Bar(x=when, y=values, name=name, marker={"color": colour}), row=2, col=1)
     figure.update_layout(height=2 * FIGURE_HEIGHT, margin=MARGIN, barmode="group",
                          legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
+    figure.update_xaxes(**time_axis(choose_bin(when), when))
     figure.update_yaxes(title_text="share", range=[0, 1.05], row=1, col=1)
     figure.update_yaxes(title_text="bytes", row=2, col=1)
     return figure
@@ -285,16 +289,78 @@ def _verdict_colour(verdict: str) -> str:
     return VERDICT_COLOURS.get(verdict, PALETTE["boilerplate"])
 
 
+def time_axis(bin_name: str, times: Sequence[date | datetime] = ()) -> dict:
+    """A date axis for times binned by `bin_name` (`cdc.timebins`): its tick and hover formats
+    and, given the `times`, a tick every whole number of bins from the first one's, about
+    `AXIS_TICKS` of them (Plotly's own steps can be finer than the format: "Jan 06" twice)."""
+    axis = {"type": "date", "tickformat": TICK_FORMATS[bin_name], "hoverformat": HOVER_FORMATS[bin_name]}
+    if times:
+        starts = bin_range(min(times), max(times), bin_name)
+        step = -(-len(starts) // AXIS_TICKS)  # bins a tick, rounded up
+        length = PERIOD_LENGTHS[bin_name]
+        axis.update(tick0=str(starts[0]),
+                    dtick=f"M{step}" if isinstance(length, str) else step * length)
+    return axis
+
+
+def compare_trend_figure(history: Sequence[GenerationInfo], old: int, new: int) -> go.Figure:
+    """Compare's small trend: a page's kept share and similarity per generation over fetch
+    time, the generations `old` and `new` marked "from" and "to".
+
+    Each point's `customdata` is its generation number, so a selected point names the
+    generation to compare (the app reads it from the chart's selection). A generation whose
+    text is no longer retained is a hollow marker: it cannot be compared.
+    """
+    when = [row.fetched_at for row in history]
+    kept = [_kept(row) for row in history]
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(
+        x=when, y=[1.0 if share is None else share for share in kept], mode="lines+markers",
+        name="kept share", customdata=[row.generation for row in history], line={"color": "#4C78A8"},
+        marker={"size": 9, "color": [_verdict_colour(row.verdict or NEW_PAGE) for row in history],
+                "symbol": ["circle" if row.retained else "circle-open" for row in history],
+                "line": {"width": 1, "color": "#4C78A8"}},
+        hovertext=[_trend_hover(row) + ("" if row.retained else "<br>text no longer retained")
+                   for row in history],
+        hovertemplate="%{hovertext}<extra></extra>"))
+    figure.add_trace(go.Scatter(
+        x=when, y=[row.similarity for row in history], mode="lines+markers", name="similarity (chunks)",
+        customdata=[row.generation for row in history], line={"color": "#888", "dash": "dot"},
+        marker={"size": 5, "color": "#888"}, hovertemplate="similarity %{y:.3f}<extra></extra>"))
+    by_generation = {row.generation: (row, share) for row, share in zip(history, kept)}
+    marked = [(label, *by_generation[g]) for label, g in (("from", old), ("to", new)) if g in by_generation]
+    figure.add_trace(go.Scatter(
+        x=[row.fetched_at for _, row, _ in marked], y=[1.0 if s is None else s for _, _, s in marked],
+        customdata=[row.generation for _, row, _ in marked], text=[label for label, _, _ in marked],
+        mode="markers+text", textposition="top center", name="compared",
+        marker={"size": 16, "color": "rgba(0,0,0,0)", "line": {"width": 2.5, "color": "#B2182B"}},
+        hovertemplate="%{text}: generation %{customdata}<extra></extra>"))
+    figure.update_layout(height=FIGURE_HEIGHT, margin=MARGIN, clickmode="event+select", dragmode=False,
+                         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+                         xaxis=time_axis(choose_bin(when), when),
+                         yaxis={"title": {"text": "share"}, "range": [0, 1.15], "fixedrange": True})
+    return figure
+
+
 def verdict_figure(counts: dict[str, int]) -> go.Figure:
-    """How many changes had each verdict: one bar per verdict, in the usual order."""
-    verdicts = sorted(counts, key=_verdict_order)
+    """How many changes had each verdict: one bar per verdict, in the usual order. A first
+    sighting (`new`) is not a change and is left out: `first_sightings(counts)` says how many."""
+    verdicts = sorted((v for v in counts if v != NEW_PAGE), key=_verdict_order)
     figure = go.Figure(go.Bar(
         x=[escape(v) for v in verdicts], y=[counts[v] for v in verdicts],
         marker={"color": [_verdict_colour(v) for v in verdicts]},
         hovertemplate="%{x}: %{y:,}<extra></extra>"))
     figure.update_layout(height=FIGURE_HEIGHT, margin=MARGIN, xaxis={"title": {"text": "verdict"}},
                          yaxis={"title": {"text": "changes"}})
+    if not verdicts:
+        figure.add_annotation(text="no changes yet", showarrow=False, x=0.5, y=0.5, xref="paper",
+                              yref="paper")
     return figure
+
+
+def first_sightings(counts: dict[str, int]) -> int:
+    """How many change rows are a page's first generation: counted apart from the changes."""
+    return counts.get(NEW_PAGE, 0)
 
 
 # --- hosts ----------------------------------------------------------------------------------
@@ -316,19 +382,20 @@ def changed_share_rows(changes: Iterable[ChangeRow]) -> list[HostRow]:
     return rows
 
 
-def period_start(when: date | datetime, period: str) -> date:
-    """The day, or the Monday of the ISO week, that `when` falls in."""
-    day = when.date() if isinstance(when, datetime) else when
-    if period == "day":
-        return day
-    if period == "week":
-        return day - timedelta(days=day.weekday())
-    raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+def _check_period(period: str) -> None:
+    if period not in PERIODS:
+        raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+
+
+def period_start(when: date | datetime, period: str) -> date | datetime:
+    """The hour (a datetime), or the day, the Monday of the ISO week or the first of the
+    month (a date), that `when` falls in."""
+    _check_period(period)
+    return bin_start(when, period)
 
 
 def _by_host_and_period(rows: Iterable[HostRow], period: str) -> dict[str, dict[date, list[float]]]:
-    if period not in PERIODS:
-        raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+    _check_period(period)
     grouped: dict[str, dict[date, list[float]]] = defaultdict(lambda: defaultdict(list))
     for host, when, value in rows:
         grouped[host][period_start(when, period)].append(value)
@@ -342,44 +409,48 @@ def _busiest(grouped: dict[str, dict[date, list[float]]], max_hosts: int | None)
 
 
 def host_heatmap(rows: Iterable[HostRow], *, period: str = "week", aggregate: str = "mean",
-                 max_hosts: int | None = 40, value_label: str = "changed share") -> go.Figure:
-    """Hosts by time: how much changed per host per day or week.
+                 max_hosts: int | None = 40, value_label: str = "changed share",
+                 span: tuple[date | datetime, date | datetime] | None = None) -> go.Figure:
+    """Hosts by time: how much changed per host per hour, day, week or month.
 
     `rows`: (host, when, value) per change; `when` a date or datetime, `value` how much
     changed, such as the changed share from `changed_share_rows(store.changes())`, or bytes
     changed. Cells hold the `aggregate` ("mean" or "sum") of the values in the period; empty
     cells mean no change was recorded. Rows are the `max_hosts` hosts with the most changes,
-    busiest on top.
+    busiest on top. `span` (first, last), such as the crawls' first and last fetch, makes a
+    column of every period between them, changed or not, so the axis shows the time the
+    data covers; `cdc.timebins.choose_bin` picks a `period` that fits it. The colour scale
+    starts at 0, so one cell (or cells all alike) still reads as an amount, not a range.
     """
     if aggregate not in ("mean", "sum"):
         raise ValueError(f"aggregate must be 'mean' or 'sum', got {aggregate!r}")
     combine = fmean if aggregate == "mean" else sum
     grouped = _by_host_and_period(rows, period)
     hosts = _busiest(grouped, max_hosts)
-    periods = sorted({p for host in hosts for p in grouped[host]})
+    periods = {p for host in hosts for p in grouped[host]}
+    if span is not None:
+        periods.update(bin_range(*span, period))
+    periods = sorted(periods)
     z = [[combine(grouped[host][p]) if p in grouped[host] else None for p in periods] for host in hosts]
     counts = [[len(grouped[host].get(p, ())) for p in periods] for host in hosts]
+    top = max((value for line in z for value in line if value is not None), default=0)
     figure = go.Figure(go.Heatmap(
-        x=periods, y=[escape(host) for host in hosts], z=z, zmin=0, customdata=counts, colorscale="Reds",
-        colorbar={"title": {"text": escape(value_label)}}, hoverongaps=False,
+        x=periods, y=[escape(host) for host in hosts], z=z, zmin=0, zmax=top or 1, customdata=counts,
+        colorscale="Reds", colorbar={"title": {"text": escape(value_label)}}, hoverongaps=False,
+        # Each cell spans its period, start to end, not centred on the period's start.
+        xperiod=PERIOD_LENGTHS[period], xperiodalignment="middle",
         hovertemplate=(f"%{{y}}<br>{period} of %{{x}}<br>{aggregate} {escape(value_label)} %{{z:.3g}}"
                        "<br>changes %{customdata}<extra></extra>")))
     figure.update_layout(height=max(FIGURE_HEIGHT, 60 + 22 * len(hosts)), margin=MARGIN,
                          yaxis={"autorange": "reversed", "type": "category"},
-                         xaxis={"title": {"text": period}, **_period_ticks(periods, period)})
+                         xaxis={"title": {"text": period}, **time_axis(period, periods)})
     return figure
-
-
-def _period_ticks(periods: list[date], period: str) -> dict:
-    """Weekly cells get a tick on each Monday they start on, not Plotly's own choice of days."""
-    if period != "week" or not periods:
-        return {}
-    return {"tick0": periods[0].isoformat(), "dtick": WEEK_MS, "tickformat": "%b %d\n%Y"}
 
 
 def host_change_distribution(rows: Iterable[HostRow], *, period: str = "week", max_hosts: int | None = 8,
                              value_label: str = "changed share") -> go.Figure:
-    """Per host, the spread of change in each day or week: one box per host and period.
+    """Per host, the spread of change in each hour, day, week or month: one box per host and
+    period (`cdc.timebins.choose_bin` picks one that fits the rows' span).
 
     `rows`: as for `host_heatmap`, (host, when, value) per change. Boxes of one host share a
     colour; for one host's page pass only its rows. At most `max_hosts` hosts, busiest first.
@@ -393,6 +464,8 @@ def host_change_distribution(rows: Iterable[HostRow], *, period: str = "week", m
             y=[value for p in periods for value in grouped[host][p]],
             name=escape(host), boxpoints="outliers"))
     figure.update_layout(height=FIGURE_HEIGHT + 100, margin=MARGIN, boxmode="group",
-                         xaxis={"title": {"text": period}}, yaxis={"title": {"text": escape(value_label)}},
+                         xaxis={"title": {"text": period},
+                                **time_axis(period, [p for host in grouped for p in grouped[host]])},
+                         yaxis={"title": {"text": escape(value_label)}},
                          legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
     return figure

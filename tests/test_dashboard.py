@@ -95,8 +95,8 @@ def test_compare_shows_blocks_the_edits_inside_them_and_moves_at_both_places(mov
     assert '<span id="cdc-move-1-from" class="cdc-move-label">move 1 ↓</span>' in moved_from
     assert '<span id="cdc-move-1-to" class="cdc-move-label">move 1 ↑</span>' in moved_to
     assert "cdc-boilerplate" not in html.split("</style>", 1)[1]  # boilerplate counted, shown
-    [figure] = moves_app.get("plotly_chart")
-    assert '"move 1"' in figure.proto.spec
+    trend, figure = moves_app.get("plotly_chart")  # the page's trend, then the alignment
+    assert '"move 1"' in figure.proto.spec and '"compared"' in trend.proto.spec
 
 
 def test_compare_dims_or_hides_the_boilerplate_it_leaves_out(moves_app):

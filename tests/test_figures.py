@@ -220,8 +220,8 @@ def test_trend_figure_takes_generations_or_history_rows():
 def test_verdict_figure_orders_verdicts():
     figure = verdict_figure({"rewrite": 3, "minor": 10, "new": 5, "odd <i>": 1})
     [bar] = figure.data
-    assert list(bar.x) == ["new", "minor", "rewrite", "odd &lt;i&gt;"]
-    assert list(bar.y) == [5, 10, 3, 1]
+    assert list(bar.x) == ["minor", "rewrite", "odd &lt;i&gt;"]  # first sightings are not changes
+    assert list(bar.y) == [10, 3, 1]
     verdict_figure({}).to_json()
 
 
@@ -247,7 +247,7 @@ def test_host_heatmap_cells_are_hosts_by_period():
     assert len(daily.x) == 21 and list(daily.y) == ["a.example"] and round(daily.z[0][0], 6) == 0.4
     host_heatmap([]).to_json()
     with pytest.raises(ValueError, match="period"):
-        host_heatmap([], period="month")
+        host_heatmap([], period="fortnight")
 
 
 def test_host_change_distribution_has_a_box_per_host():

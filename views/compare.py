@@ -1,14 +1,15 @@
-"""Compare: two generations of one URL, side by side: chunk alignment, text, exact edits.
+"""Compare: two generations of one URL, side by side: the page's trend, chunk alignment,
+text, exact edits.
 
 The URL and the generations live in the query string (?url=&from=&to=), so a link reopens
-the same view.
+the same view; a click on a point of the trend picks that generation.
 """
 
 import streamlit as st
 
 import ui
 from cdc.errors import CdcError
-from cdc.figures import alignment_figure
+from cdc.figures import alignment_figure, compare_trend_figure
 from cdc.highlight import changes_list, side_by_side_html
 from cdc.queries import compare_generations, version_chunks
 
@@ -16,19 +17,26 @@ store = ui.current_store()
 st.title("Compare")
 
 url = ui.url_picker(store)
-generations = [g.generation for g in store.generations(url) if g.retained]
+history = store.generations(url)
+generations = [g.generation for g in history if g.retained]
 if len(generations) < 2:
     st.info(f"{url} has {len(generations)} retained generation(s): nothing to compare yet.")
     st.stop()
 
-left, middle, right = st.columns([1, 1, 2])
+controls, trend = st.columns([2, 3])
+left, middle = controls.columns(2)
 new = ui.generation_picker(middle, "To generation", "to", generations[::-1][:-1])
 old = ui.generation_picker(left, "From generation", "from", [g for g in generations if g < new][::-1])
-ignore_boilerplate = right.toggle("Leave the host's boilerplate out", key="ignore")
+ignore_boilerplate = controls.toggle("Leave the host's boilerplate out", key="ignore")
 # What is left out of the measures is what the texts dim or hide.
-boilerplate_view = right.segmented_control(
+boilerplate_view = controls.segmented_control(
     "Boilerplate blocks in the texts", ["dimmed", "hidden"], key="bp-view", default="dimmed",
     disabled=not ignore_boilerplate) or "dimmed"
+# The callback runs before the next run, so the pickers above open at the clicked generation.
+trend.plotly_chart(compare_trend_figure(history, old, new), key="generation-trend", selection_mode="points",
+                   on_select=lambda: ui.pick_from_trend("generation-trend", generations))
+trend.caption("Kept share and similarity of each generation against the one before; ringed: the two "
+              "compared. Click a point to compare that generation with the one before it.")
 
 try:
     result = compare_generations(store, url, old, new, ignore_boilerplate=ignore_boilerplate)

@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui
-from cdc.figures import host_heatmap, verdict_figure
+from cdc.figures import first_sightings, host_heatmap, verdict_figure
+from cdc.timebins import choose_bin
 
 store = ui.current_store()
 st.title("Overview")
@@ -18,13 +19,19 @@ for column, (label, key) in zip(columns, [("Hosts", "hosts"), ("Pages", "pages")
 
 left, right = st.columns([1, 2])
 with left:
-    st.subheader("Verdicts")
-    st.plotly_chart(verdict_figure(store.verdict_counts()), key="verdicts")
+    st.subheader("Verdicts of the changes")
+    counts = store.verdict_counts()
+    st.plotly_chart(verdict_figure(counts), key="verdicts")
+    st.caption(f"First sightings, counted apart (a page seen for the first time is not a change): "
+               f"**{first_sightings(counts):,}**.")
 with right:
-    st.subheader("How much changed, per host and week")
-    activity = [(host, bucket, float(changed)) for host, bucket, changed, _ in store.host_activity("week")]
-    st.plotly_chart(host_heatmap(activity, period="week", aggregate="sum", value_label="bytes changed"),
-                    key="heatmap")
+    # The bin fits the time the crawls cover: hours for a day, days for a month, weeks for a year.
+    span = store.time_span()
+    period = choose_bin(span or ())
+    st.subheader(f"How much changed, per host and {period}")
+    activity = [(host, bucket, float(changed)) for host, bucket, changed, _ in store.host_activity(period)]
+    st.plotly_chart(host_heatmap(activity, period=period, aggregate="sum", value_label="bytes changed",
+                                 span=span), key="heatmap")
 
 st.subheader("Biggest changes")
 st.caption("Each page's latest change, largest share changed first. Open one to see what changed.")

@@ -36,6 +36,8 @@ from cdc.store.reads import (
     ChangeRow,
     GenerationInfo,
     PageInfo,
+    PageMatch,
+    PageMatches,
     Reads,
     Version,
 )
@@ -78,6 +80,8 @@ __all__ = [
     "GenerationInfo",
     "PageHistory",
     "PageInfo",
+    "PageMatch",
+    "PageMatches",
     "PageState",
     "RetentionPolicy",
     "RunInfo",

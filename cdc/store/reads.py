@@ -16,6 +16,7 @@ import duckdb
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
+from cdc.timebins import BINS
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
 # latest generations), and on at least this many of them (`cdc.boilerplate`).
@@ -118,6 +119,27 @@ class ChangeRow:
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
                    "c.bytes_removed, c.regions, c.excerpt, c.measure")
+
+
+PICK_LIMIT = 200  # keys a URL picker lists at most: type to narrow a host of 100,000 pages
+
+
+@dataclass(frozen=True)
+class PageMatch:
+    """A page a URL picker lists; in changed-only mode, with its change in the chosen run."""
+
+    natural_key: str
+    verdict: str | None = None  # the run's latest change of the page; None listing every page
+    share_changed: float | None = None  # 1 - the smaller kept share
+    template_only: bool | None = None  # None: not asked for (template-only changes included)
+
+
+@dataclass(frozen=True)
+class PageMatches:
+    """The first `limit` matching pages, and how many match in all."""
+
+    pages: list[PageMatch]
+    total: int
 
 
 def _template_digests(among: str = "") -> str:
@@ -357,10 +379,10 @@ class Reads:
         return [ChangeRow(*row) for row in rows]
 
     def host_activity(self, bucket: str = "day") -> list[tuple[str, datetime, int, int]]:
-        """Per host and time bucket ("day" or "week"): bytes changed and changes (first
-        generations left out: a new page is not a change)."""
-        if bucket not in ("day", "week"):
-            raise ValueError(f"bucket is day or week, got {bucket!r}")
+        """Per host and time bucket (hour, day, week or month: `cdc.timebins.BINS`): bytes
+        changed and changes (first generations left out: a new page is not a change)."""
+        if bucket not in BINS:
+            raise ValueError(f"bucket is one of {', '.join(BINS)}, got {bucket!r}")
         with self.reading() as connection:
             return connection.execute("""
                 SELECT p.host, date_trunc(?, c.fetched_at) AS bucket,
@@ -370,6 +392,16 @@ class Reads:
                 GROUP BY ALL ORDER BY p.host, bucket
             """, [bucket]).fetchall()
 
+    def time_span(self) -> tuple[datetime, datetime] | None:
+        """The first and the last fetch the store knows (None when it has none): the time the
+        crawls cover, which the dashboard's time axes are chosen from."""
+        with self.reading() as connection:
+            first, last = _one(connection.execute("""
+                SELECT least(min(f), (SELECT min(fetched_at) FROM fetches)),
+                       greatest(max(f), (SELECT max(fetched_at) FROM fetches))
+                FROM (SELECT fetched_at AS f FROM changes)"""))
+        return None if first is None else (first, last)
+
     def host_changes(self, host: str) -> list[tuple[datetime, float, str]]:
         """Every change on a host's pages: fetch time, share changed, verdict."""
         with self.reading() as connection:
@@ -378,6 +410,56 @@ class Reads:
                 FROM changes c JOIN pages p USING (natural_key)
                 WHERE p.host = ? AND c.verdict <> 'new' ORDER BY c.fetched_at
             """, [host]).fetchall()
+
+    def match_pages(self, search: str = "", *, host: str | None = None, changed_in: int | None = None,
+                    verdicts: Sequence[str] = (), include_template_only: bool = False,
+                    limit: int = PICK_LIMIT) -> PageMatches:
+        """Pages for a URL picker: at most `limit` of them and the total, never every key.
+
+        `search` is a part of the URL (case-insensitive); `host` one host's pages. Given
+        `changed_in` (a run id), only the pages with a change that run saw first (not a first
+        sighting, not `unchanged`), of `verdicts` if given, largest change first, each with
+        its latest such change; template-only changes are left out unless
+        `include_template_only` (which also skips their cost: the flags count the hosts'
+        retained chunks). Otherwise every page, in key order. One scan of `pages` (and of
+        the run's change rows): no key list is loaded to be filtered in Python."""
+        if limit < 1:
+            raise ValueError(f"limit is at least 1, got {limit}")
+        conditions, values = ["TRUE"], []
+        if host:
+            conditions.append("p.host = ?")
+            values.append(host)
+        if search.strip():
+            conditions.append("contains(lower(p.natural_key), lower(?))")
+            values.append(search.strip())
+        if changed_in is None:
+            query = f"""SELECT natural_key, NULL, NULL, NULL, count(*) OVER () FROM pages p
+                        WHERE {" AND ".join(conditions)} ORDER BY natural_key LIMIT ?"""
+        else:
+            if verdicts:
+                conditions.append("list_contains(?, c.verdict)")
+                values.append(list(verdicts))
+            picked = f"""
+                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                JOIN generations g ON g.natural_key = c.natural_key AND g.generation = c.generation
+                WHERE g.first_run = ? AND c.verdict NOT IN ('new', 'unchanged')
+                  AND {" AND ".join(conditions)}"""
+            values.insert(0, changed_in)
+            if include_template_only:
+                flagged = f"SELECT *, NULL::BOOLEAN AS template_only FROM ({picked})"
+            else:
+                flagged = _with_template_only(picked)
+                values += [BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]
+            query = f"""
+                SELECT natural_key, verdict, changed, template_only, count(*) OVER () FROM (
+                    SELECT natural_key, verdict, template_only,
+                           1 - least(unchanged_ratio, retained_ratio) AS changed
+                    FROM ({flagged}) WHERE template_only IS NOT TRUE
+                    QUALIFY row_number() OVER (PARTITION BY natural_key ORDER BY generation DESC) = 1)
+                ORDER BY changed DESC NULLS LAST, natural_key LIMIT ?"""
+        with self.reading() as connection:
+            rows = connection.execute(query, [*values, limit]).fetchall()
+        return PageMatches([PageMatch(*row[:4]) for row in rows], rows[0][4] if rows else 0)
 
     def page_keys(self, host: str | None = None) -> list[str]:
         """Natural keys of every page, or of one host's, in order: for pickers."""
