@@ -39,8 +39,8 @@ def add_commands(commands: argparse._SubParsersAction,
         "site-diff",
         help="what changed on a site between two runs: pages new, not seen again, changed, unchanged")
     diff.add_argument("runs", nargs="*", metavar="RUN",
-                      help="two runs, each an id or a label, the earlier first (default: the latest two "
-                           "finished runs)")
+                      help="two runs, each an id or a label, the earlier crawl first (default: the "
+                           "finished runs of the latest two crawls)")
     diff.add_argument("--host", help="one host's pages only")
     diff.add_argument("--limit", type=int, default=SHOWN_CHANGED_PAGES, metavar="N",
                       help="changed pages listed, largest change first (default %(default)s)")
@@ -85,16 +85,16 @@ def _runs_command(store: Store, args: argparse.Namespace) -> int:
 
 
 def _chosen_runs(store: Store, refs: list[str]) -> tuple[int | str, int | str]:
-    """The two runs asked for, or the latest two finished runs."""
+    """The two runs asked for, or the finished runs of the latest two crawls."""
     if len(refs) == 2:
         return refs[0], refs[1]
     if refs:
         raise RunError(f"site-diff takes two runs (RUN_A RUN_B), or none for the latest two; got {len(refs)}")
-    finished = [info for info in store.runs() if info.finished]
-    if len(finished) < 2:
-        raise RunError(f"{store.path} has {len(finished)} finished run{'s' * (len(finished) != 1)}: "
+    latest = store.latest_crawls(2)
+    if len(latest) < 2:
+        raise RunError(f"{store.path} has {len(latest)} finished run{'s' * (len(latest) != 1)}: "
                        "site-diff compares two; ingest or fetch another crawl first (`cdc runs` lists them)")
-    return finished[1].run, finished[0].run
+    return latest[0].run, latest[1].run
 
 
 def _site_diff_command(store: Store, args: argparse.Namespace) -> int:

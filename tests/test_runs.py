@@ -256,7 +256,7 @@ def test_an_unknown_run_is_a_clear_error(two_crawls, capsys):
     known = r"no run with id or label 'crawl-z'.*2 \(crawl-b\), 1 \(crawl-a\)"
     with pytest.raises(RunNotFoundError, match=known):
         Store(two_crawls).run("crawl-z")
-    with pytest.raises(RunError, match="give the earlier run first"):
+    with pytest.raises(RunError, match="give the earlier crawl first"):
         Store(two_crawls).site_diff(2, 1)
     done = subprocess.run([sys.executable, "-m", "cdc", "--db", two_crawls, "site-diff", "crawl-a", "9"],
                           capture_output=True, text=True)

@@ -25,7 +25,7 @@ store = ui.current_store()
 st.title("What changed on the site")
 
 runs = store.runs()
-finished = [run for run in runs if run.finished]
+finished = store.latest_crawls(2)  # the earlier crawl first
 if len(finished) < 2:
     st.info(f"This store holds {len(finished)} finished crawl run{'s' * (len(finished) != 1)}; this "
             "view compares two. Ingest each crawl as a run of its own, "
@@ -60,8 +60,8 @@ by = st.radio("Compare", [BY_RUNS, BY_DATES], key="site-by", horizontal=True,
 left, middle, right = st.columns(3)
 if by == BY_RUNS:
     ids = [run.run for run in runs]
-    ui.query_to_state("site-a", "a", ids.__contains__, int, default=finished[1].run)
-    ui.query_to_state("site-b", "b", ids.__contains__, int, default=finished[0].run)
+    ui.query_to_state("site-a", "a", ids.__contains__, int, default=finished[0].run)
+    ui.query_to_state("site-b", "b", ids.__contains__, int, default=finished[1].run)
     run_a = left.selectbox("Run A (before)", ids, key="site-a", format_func=run_label,
                            **to_query("site-a", "a"))
     run_b = middle.selectbox("Run B (after)", ids, key="site-b", format_func=run_label,
@@ -70,8 +70,8 @@ if by == BY_RUNS:
     for stale in ("by", "date_a", "date_b"):
         st.query_params.pop(stale, None)
 else:
-    for name, key, run in (("date_a", "site-date-a", finished[1].run),
-                           ("date_b", "site-date-b", finished[0].run)):
+    for name, key, run in (("date_a", "site-date-a", finished[0].run),
+                           ("date_b", "site-date-b", finished[1].run)):
         ui.query_to_state(key, name, lambda value: True, dt.date.fromisoformat, default=crawl_day(run))
     day_a = left.date_input("The crawl of (before)", key="site-date-a", **to_query("site-date-a", "date_a"))
     day_b = middle.date_input("The crawl of (after)", key="site-date-b", **to_query("site-date-b", "date_b"))
@@ -83,7 +83,7 @@ else:
         info = store.run_on(day)
         if info is None:
             ui.fail(f"No finished crawl began on or before {day}: the first began on "
-                    f"{min(crawl_day(run.run) for run in finished)}.")
+                    f"{min(crawl_day(run.run) for run in runs if run.finished)}.")
         column.caption(f"The latest crawl begun by then: {ui.plain_markdown(run_label(info.run))}")
         picked.append(info.run)
     run_a, run_b = picked

@@ -30,7 +30,10 @@ DEFAULT_PAGE_SIZE = 50
 TEMPLATE_EXAMPLES = 3  # pages a template change names
 CHANGE_VERDICTS = ("minor", "rewrite", "different_page", "changed")  # smallest first; changed: unmeasured
 
-_RUN_COLUMNS = "run, label, started_at, ended_at, inputs, " + ", ".join(RUN_COUNTS)
+# The runs' columns, and when each one's crawl began: its first capture (a run ingests a
+# crawl that may be older than the runs before it: a backfill).
+_RUN_COLUMNS = ("run, label, started_at, ended_at, inputs, " + ", ".join(RUN_COUNTS)
+                + ", (SELECT min(fetched_at) FROM page_runs c WHERE c.run = runs.run) AS crawled")
 
 # A page's latest fetch in one run (binds the run): a finished run has one row a page, a
 # killed one may have a row per batch that saw the page.
@@ -83,6 +86,12 @@ class RunInfo:
     older: int | None
     skipped: int | None
     failed: int | None
+    crawled: datetime | None = None  # its first capture: when its crawl began (None: it saw no page)
+
+    @property
+    def crawl_order(self) -> tuple[datetime, int]:
+        """What orders runs as crawls: when each crawl began, not when it was ingested."""
+        return (self.crawled or self.started_at, self.run)
 
     @property
     def finished(self) -> bool:
@@ -181,6 +190,12 @@ class SiteDiff:
 class SiteDiffs:
     """Runs and what changed between two of them, mixed into `Store`."""
 
+    def latest_crawls(self, count: int = 2) -> list[RunInfo]:
+        """The finished runs whose crawls began last, oldest of them first: what a site diff
+        compares by default (a backfill's run, however recent, holds an older crawl)."""
+        finished = [info for info in self.runs() if info.finished and info.crawled is not None]
+        return sorted(finished, key=lambda info: info.crawl_order)[-count:]
+
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
         with self.reading() as connection:
@@ -229,8 +244,8 @@ class SiteDiffs:
             row = _one(connection.execute(f"""
                 SELECT {_RUN_COLUMNS} FROM runs
                 WHERE ended_at IS NOT NULL
-                  AND run IN (SELECT run FROM page_runs GROUP BY run HAVING min(fetched_at) < ?)
-                ORDER BY run DESC LIMIT 1""", [end]))
+                  AND crawled < ?
+                ORDER BY crawled DESC, run DESC LIMIT 1""", [end]))
         return None if row is None else _run_info(row)
 
     def site_diff(self, run_a: int | str, run_b: int | str, host: str | None = None, *,
@@ -247,9 +262,9 @@ class SiteDiffs:
             raise ValueError(f"limit and offset are at least 0, got {limit} and {offset}")
         with self.reading() as connection:
             a, b = self._resolve_run(connection, run_a), self._resolve_run(connection, run_b)
-            if a.run > b.run:
-                raise RunError(f"run {a.run} ({a.label}) came after run {b.run} ({b.label}): give the "
-                               "earlier run first")
+            if a.crawl_order > b.crawl_order:
+                raise RunError(f"run {a.run} ({a.label}) crawled after run {b.run} ({b.label}): give the "
+                               "earlier crawl first")
             where, values = ("WHERE p.host = ?", [host]) if host else ("", [])
             connection.execute(f"CREATE TEMP TABLE site_pages AS {_BOTH_RUNS} {where}",
                                [a.run, b.run, *values])
@@ -296,5 +311,5 @@ def _verdict_order(item: tuple[str, int]) -> tuple[int, str]:
 
 
 def _run_info(row: tuple) -> RunInfo:
-    run, label, started_at, ended_at, inputs, *counts = row
-    return RunInfo(run, label, started_at, ended_at, tuple(inputs or ()), *counts)
+    run, label, started_at, ended_at, inputs, *counts, crawled = row
+    return RunInfo(run, label, started_at, ended_at, tuple(inputs or ()), *counts, crawled=crawled)
