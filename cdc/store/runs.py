@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cdc.store.lookups import _key_table, _one, _registered
 
+COMPACT_SHARE = 0.5  # of the file's bytes, dropped as text by a run's trim: then compact it
 RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
 
 
@@ -44,10 +45,15 @@ class Runs:
         return run
 
     def finish_run(self, run: int, counts: dict[str, int], pages: Iterable[str]) -> None:
-        """Record a run's end and counts, and trim the texts of the pages it saw."""
+        """Record a run's end and counts, and trim the texts of the pages it saw.
+
+        A run that brought many versions of its pages at once (a first import of a crawl
+        history) leaves most of the file free once they are trimmed: DuckDB reuses free
+        blocks for later writes but never shrinks the file, so past `COMPACT_SHARE` of the
+        file freed, the store is rewritten whole (`compact`)."""
         with self.writing() as connection:
             with _registered(connection, "run_pages", _key_table(sorted(pages))):
-                self._trim(connection, "SELECT natural_key FROM run_pages")
+                dropped = self._trim(connection, "SELECT natural_key FROM run_pages")
             # One row per page for the run: the latest of those its batches wrote.
             connection.execute("""
                 CREATE OR REPLACE TEMP TABLE seen AS
@@ -60,3 +66,5 @@ class Runs:
             assignments = ", ".join(f"{name} = ?" for name in RUN_COUNTS)
             connection.execute(f"UPDATE runs SET ended_at = ?, {assignments} WHERE run = ?",
                                [_now(), *(counts.get(name) for name in RUN_COUNTS), run])
+        if dropped > COMPACT_SHARE * self.path.stat().st_size:
+            self.compact()

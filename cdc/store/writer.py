@@ -397,9 +397,10 @@ class Writer:
         finally:
             connection.unregister("batch_checked")
 
-    def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> None:
+    def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> int:
         """Drop text and chunk lists of generations past each page's retention limit: all but
-        its newest `keep` by fetch time (generation numbers order as fetch times do)."""
+        its newest `keep` by fetch time (generation numbers order as fetch times do). Returns
+        the bytes of text dropped."""
         policy = self.retention(connection)
         limits = pa.table({
             "retention_class": pa.array([name for name, _ in policy.classes], pa.string()),
@@ -417,6 +418,9 @@ class Writer:
                 WHERE g.held AND g.newest > coalesce(l.keep, ?)
             """
             connection.execute(f"CREATE OR REPLACE TEMP TABLE expired AS {expired}", [policy.keep])
+            (dropped,) = _one(connection.execute("""
+                SELECT coalesce(sum(g.length), 0) FROM generations g
+                JOIN expired e ON e.natural_key = g.natural_key AND e.generation = g.generation"""))
             connection.execute("""
                 DELETE FROM chunk_lists USING expired e
                 WHERE chunk_lists.natural_key = e.natural_key AND chunk_lists.generation = e.generation
@@ -428,6 +432,7 @@ class Writer:
             connection.execute("DROP TABLE expired")
         finally:
             connection.unregister("class_limits")
+        return dropped
 
     def prune(self, policy: RetentionPolicy) -> None:
         """Apply a new retention policy to every page, and keep it for later ingests."""
