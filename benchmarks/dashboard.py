@@ -7,22 +7,37 @@ What is measured:
    text each; between them a price changes, a paragraph is inserted and a block of
    sections moves. Timed: a rerun of the Compare view opened on that page
    (`?url=...`) in `streamlit.testing.v1.AppTest`, in the steady state: the AppTest is
-   made, run once (imports, Overview), switched to Compare with the query string and run
+   made, run once (imports, the landing page), switched to Compare with the query string and run
    once more (warm-up); only the runs after that are timed. For context, interleaved with
    those reruns: the library calls the view makes, each alone (`compare_generations`,
    `alignment_figure`, `side_by_side_html`, ...).
-2. The views on a store of 100,000 pages x 3 generations (`benchmarks/synthetic_store.py`,
-   built in bulk and cached in data/bench/): a rerun of Overview (target) and, for
-   context, of Compare (default URL), Trends, Boilerplate and Export, one AppTest per
-   view, the views interleaved round by round; then the store calls behind Overview and
-   Boilerplate, each alone.
+2. The views on a store of 100,000 pages x 3 crawls (`benchmarks/synthetic_store.py`,
+   built in bulk and cached in data/bench/; each crawl a finished run): a warm rerun of
+   every view, Site (the latest two runs), Overview, Compare (default URL), Trends,
+   Boilerplate and Export, one AppTest per view, the views interleaved round by round, each
+   against the 300 ms target; then the store calls behind Overview and Boilerplate, each
+   alone. A warm rerun of Site finds its `Store.site_diff` in Streamlit's cache (paging
+   back and forth, or a second visitor); its first computation is the cold measure below.
+   The same section measures Site cold, in a new process per measure, two peers
+   interleaved round by round:
+   - the Site view: `python -c` that makes an AppTest of app.py on the store and runs it
+     once, which lands on Site and compares the latest two runs. Timed from just before
+     the parent starts the process until that run returns with the view drawn: Python's
+     start, the imports (Streamlit, cdc), app.py, the store's runs, `Store.site_diff`
+     with nothing cached (no Streamlit cache, a new DuckDB connection) and the view's
+     widgets. The process reports when its imports ended, so the table splits the two;
+   - `Store.site_diff` alone (the latest two runs, 50 pages, template flags included),
+     timed inside a new process around the call only: the library's share of the above.
+   The OS file cache stays warm (the file was just read): cold means a new process.
 3. First launch on a fresh machine: `streamlit run app.py` in a new temporary directory
    (no data/, so the app builds the demo store data/demo.duckdb), Numba's cache empty
    (NUMBA_CACHE_DIR = a new directory), then again with that cache filled. Debian's
    Chromium (Playwright) opens the app as soon as the health endpoint answers, in a new
    browser context (no cached assets); the clock runs from the server's start until the
-   Overview's "Pages" metric is on screen with the demo's page count. Python bytecode and
-   the OS file cache stay warm: only Numba's cache is cold.
+   landing page is on screen: the demo holds a run per crawl, so that is the Site view,
+   and the clock stops when its "Changed" metric shows (checked afterwards against
+   `Store.site_diff` of the demo's latest two runs). Python bytecode and the OS file cache
+   stay warm: only Numba's cache is cold.
 
 The repository root goes first on sys.path, so this working tree's `cdc` is measured even
 where another copy is installed (the header says which was imported). AppTest runs the
@@ -35,7 +50,7 @@ Run from the repository root:
 
     python benchmarks/dashboard.py            # about 2.5 minutes on two cores (+25 s the
                                               # first time, to build the synthetic store)
-    python benchmarks/dashboard.py --quick    # 3 runs, one launch of each kind
+    python benchmarks/dashboard.py --quick    # 3 runs, one cold Site and one launch of each kind
     python benchmarks/dashboard.py --runs 15 --launches 5
 """
 
@@ -71,7 +86,6 @@ import cdc  # noqa: E402
 from benchmarks import synthetic_store  # noqa: E402
 from cdc.boilerplate import host_boilerplate, shared_across_hosts  # noqa: E402
 from cdc.compare import compare  # noqa: E402
-from cdc.demo import DEFAULT_PAGES  # noqa: E402
 from cdc.figures import alignment_figure, host_heatmap, verdict_figure  # noqa: E402
 from cdc.highlight import changes_list, side_by_side_html  # noqa: E402
 from cdc.ingest import Ingester  # noqa: E402
@@ -96,6 +110,7 @@ MOVED_SECTIONS = 8  # sections in the block that moves (about 13 KB: whole chunk
 SYNTHETIC_GENERATIONS = 3
 SYNTHETIC_HOSTS = 50
 VIEWS = {  # name: page script
+    "Site (latest two runs)": "views/site.py",
     "Overview": "views/overview.py",
     "Compare (default URL)": "views/compare.py",
     "Trends": "views/trends.py",
@@ -103,10 +118,15 @@ VIEWS = {  # name: page script
     "Export": "views/export.py",
 }
 
-# Targets from the project's brief.
-TARGET_COMPARE_S = 0.300
-TARGET_OVERVIEW_S = 1.0
+# Targets from the project's brief: "Every view at most 300 ms (median, warm) on the
+# 100,000-page synthetic store, and the site view between two runs of it at most 1 s cold.
+# First launch (demo build included, cold) at most 30 s until Chromium shows the landing page."
+TARGET_COMPARE_S = 0.300  # Compare on the 100 KB page, as every view
+TARGET_VIEW_S = 0.300
+TARGET_SITE_COLD_S = 1.0
 TARGET_LAUNCH_S = 30.0
+SITE_TITLE = "What changed on the site"
+SITE_PAGE_SIZE = 50  # changed pages the Site view lists at a time (views/site.py)
 
 
 @dataclass
@@ -195,7 +215,7 @@ def print_header(runs: int, launches: int) -> None:
 
 def open_view(store: Path, page: str, **query: str) -> tuple[AppTest, float, float]:
     """An AppTest on `store`, switched to `page` with `query`, warmed up; and the seconds of
-    its first run (imports, Overview) and of its first run on the page (the warm-up)."""
+    its first run (imports, the landing page) and of its first run on the page (the warm-up)."""
     os.environ["CDC_DB"] = str(store)
     app = AppTest.from_file(str(APP), default_timeout=APP_TIMEOUT)
     first = timed(app.run)
@@ -321,7 +341,7 @@ def measure_compare_page(runs: int, work: Path) -> float:
             fail(f"the Compare rerun shows {metrics(app)}")
 
     check("Compare view rerun (AppTest)")
-    print(f"  first run of a new AppTest (imports, Overview) {ms(first)}; first run on Compare "
+    print(f"  first run of a new AppTest (imports, the landing page) {ms(first)}; first run on Compare "
           f"(warm-up) {ms(warm_up)}")
 
     result = compare_generations(store, BIG_PAGE_URL)
@@ -333,7 +353,8 @@ def measure_compare_page(runs: int, work: Path) -> float:
         "Compare view rerun (AppTest)": app.run,
         "  compare_generations (reads + compare)": lambda: compare_generations(store, BIG_PAGE_URL),
         "    store reads: page, 2 versions": lambda: (
-            store.page(BIG_PAGE_URL), store.version(BIG_PAGE_URL, 1), store.version(BIG_PAGE_URL, 2)),
+            store.page(BIG_PAGE_URL), store.version(BIG_PAGE_URL, result.old.generation),
+            store.version(BIG_PAGE_URL, result.new.generation)),
         "    cdc.compare with word edits": lambda: compare(old_chunks, new_chunks, old_text=result.old.text,
                                                            new_text=result.new.text),
         "  store.generations (the view's picker)": lambda: store.generations(BIG_PAGE_URL),
@@ -380,8 +401,27 @@ def view_checks(store: Store, pages: int) -> dict[str, Callable[[AppTest], str |
             return f"Compare shows {titles(app)}, {metrics(app)}"
         return None
 
-    return {"Overview": overview, "Compare (default URL)": compare_view, "Trends": titled("Trends"),
-            "Boilerplate": titled("Boilerplate"), "Export": titled("Export change summaries")}
+    latest = [run.run for run in store.runs() if run.finished][:2]
+
+    def site(app: AppTest) -> str | None:
+        return site_problem(app, latest[1], latest[0], pages)
+
+    return {"Site (latest two runs)": site, "Overview": overview, "Compare (default URL)": compare_view,
+            "Trends": titled("Trends"), "Boilerplate": titled("Boilerplate"),
+            "Export": titled("Export change summaries")}
+
+
+def site_problem(app: AppTest, run_a: int, run_b: int, changed: int) -> str | None:
+    """What is wrong with a Site view that should compare runs A and B of the synthetic store
+    (where every page changes at every crawl), or None."""
+    shown = metrics(app)
+    picked = (app.selectbox(key="site-a").value, app.selectbox(key="site-b").value) if app.selectbox else None
+    if titles(app) != [SITE_TITLE] or picked != (run_a, run_b) or shown.get("Changed") != f"{changed:,}":
+        return f"Site shows {titles(app)}, runs {picked}, {shown}"
+    listed = [len(frame.value) for frame in app.dataframe if "open" in frame.value.columns]
+    if listed != [min(changed, SITE_PAGE_SIZE)]:
+        return f"Site lists {listed} changed pages"
+    return None
 
 
 def library_calls(store: Store) -> dict[str, Callable[[], object]]:
@@ -412,7 +452,9 @@ def library_calls(store: Store) -> dict[str, Callable[[], object]]:
     }
 
 
-def measure_big_store(runs: int, pages: int, rebuild: bool) -> float:
+def measure_big_store(runs: int, pages: int, rebuild: bool, cold_runs: int
+                      ) -> tuple[dict[str, float], float]:
+    """Section 2: the median warm rerun of each view, and the median cold Site view."""
     started = time.perf_counter()
     built = synthetic_store.cached_store(pages, SYNTHETIC_GENERATIONS, SYNTHETIC_HOSTS, rebuild=rebuild)
     how = (f"cached (its build took {built.seconds:.0f} s)" if built.cached
@@ -439,14 +481,120 @@ def measure_big_store(runs: int, pages: int, rebuild: bool) -> float:
             fail(problem)
 
     times = round_robin({name: app.run for name, app in apps.items()}, runs, after=check)
-    print(f"view rerun (AppTest), median of {runs} runs, views interleaved:")
+    print(f"view rerun (AppTest, warm), median of {runs} runs, views interleaved:")
     print_times(times)
-    median = statistics.median(times["Overview"])
-    print(f"target: Overview, {built.pages:,} pages: <= {TARGET_OVERVIEW_S:g} s median: {ms(median)}  "
-          f"{verdict(median <= TARGET_OVERVIEW_S)}")
+    medians = {name: statistics.median(seconds) for name, seconds in times.items()}
+    for name, median in medians.items():
+        print(f"target: {name}, {built.pages:,} pages: <= {TARGET_VIEW_S * 1e3:.0f} ms median (warm): "
+              f"{ms(median)}  {verdict(median <= TARGET_VIEW_S)}")
     print()
     print(f"the library calls behind the views, each alone, median of {runs} runs, interleaved:")
     print_times(round_robin(library_calls(store), runs))
+    print()
+    return medians, measure_cold_site(built.path, built.pages, cold_runs)
+
+
+# The Site view cold: a new process makes an AppTest of app.py on the store and runs it once
+# (the landing page: Site, the latest two runs). It prints when its imports ended and when the
+# run returned (wall clock, for the parent to subtract its start from) and what the view shows;
+# then, for context, the seconds of a second AppTest's run with Streamlit's caches cleared:
+# the view with its data cold and the process warm.
+COLD_SITE_SCRIPT = """
+import time
+imports_from = time.time()
+import json, os, sys
+sys.path.insert(0, os.environ["CDC_BENCH_ROOT"])
+sys.argv = ["streamlit"]
+from streamlit.testing.v1 import AppTest
+imported = time.time()
+app = AppTest.from_file(os.path.join(os.environ["CDC_BENCH_ROOT"], "app.py"), default_timeout=600)
+app.run()
+ran = time.time()
+import streamlit as st
+st.cache_data.clear()
+again = AppTest.from_file(os.path.join(os.environ["CDC_BENCH_ROOT"], "app.py"), default_timeout=600)
+started = time.perf_counter()
+again.run()
+rerun = time.perf_counter() - started
+print(json.dumps({
+    "imports_from": imports_from, "imported": imported, "ran": ran, "rerun": rerun,
+    "exception": [str(e.value) for e in app.exception], "error": [str(e.value) for e in app.error],
+    "titles": [t.value for t in app.title], "metrics": {m.label: m.value for m in app.metric},
+    "runs": [app.selectbox(key=k).value for k in ("site-a", "site-b")] if app.selectbox else None,
+    "listed": [len(frame.value) for frame in app.dataframe if "open" in frame.value.columns]}))
+"""
+
+# `Store.site_diff` of the latest two finished runs in a new process, timed around the call.
+COLD_SITE_DIFF_SCRIPT = """
+import json, os, sys, time
+sys.path.insert(0, os.environ["CDC_BENCH_ROOT"])
+from cdc.store import Store
+store = Store(os.environ["CDC_DB"])
+b, a = [run.run for run in store.runs() if run.finished][:2]
+started = time.perf_counter()
+diff = store.site_diff(a, b)
+seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds, "changed": diff.changed, "pages": len(diff.pages)}))
+"""
+
+
+def run_fresh(script: str, store: Path) -> tuple[float, dict]:
+    """`python -c script` in a new process on `store`: the seconds from just before its start
+    until it exited, and the JSON it printed last."""
+    env = {**os.environ, "CDC_DB": str(store), "CDC_BENCH_ROOT": str(ROOT)}
+    started = time.time()
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=APP_TIMEOUT)
+    elapsed = time.time() - started
+    if done.returncode:
+        fail(f"a fresh process exited with {done.returncode}:\n{done.stderr[-2000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report["started"] = started
+    return elapsed, report
+
+
+def measure_cold_site(store: Path, pages: int, rounds: int) -> float:
+    """The Site view cold, from process start, and `Store.site_diff` alone cold; the median of
+    the first."""
+    runs = [run.run for run in Store(store).runs() if run.finished][:2]
+    views: list[dict] = []
+    calls: list[float] = []
+    for number in range(rounds):
+        for peer in (("view", "call") if number % 2 == 0 else ("call", "view")):
+            if peer == "call":
+                _, report = run_fresh(COLD_SITE_DIFF_SCRIPT, store)
+                if report["changed"] != pages or report["pages"] != min(pages, SITE_PAGE_SIZE):
+                    fail(f"Store.site_diff in a fresh process: {report}")
+                calls.append(report["seconds"])
+                continue
+            exited, report = run_fresh(COLD_SITE_SCRIPT, store)
+            if report["exception"] or report["error"]:
+                fail(f"the cold Site view raised {report['exception']} / shows {report['error']}")
+            if (report["titles"] != [SITE_TITLE] or report["runs"] != [runs[1], runs[0]]
+                    or report["metrics"].get("Changed") != f"{pages:,}"
+                    or report["listed"] != [min(pages, SITE_PAGE_SIZE)]):
+                fail(f"the cold Site view shows {report}")
+            views.append({"total": report["ran"] - report["started"],
+                          "start": report["imports_from"] - report["started"],
+                          "imports": report["imported"] - report["imports_from"],
+                          "run": report["ran"] - report["imported"], "exited": exited,
+                          "rerun": report["rerun"]})
+    print(f"Site cold: a new process per measure, {rounds} of each, interleaved (seconds):")
+    width = 62
+    print(f"  {'':<{width}} {'median':>8} {'spread (min-max)':>18}")
+    rows = [("Site view: process start to the view drawn (target)", [v["total"] for v in views]),
+            ("  Python's start, until the script's first line", [v["start"] for v in views]),
+            ("  import Streamlit's AppTest", [v["imports"] for v in views]),
+            ("  AppTest run: app.py (imports cdc), runs, site_diff, view", [v["run"] for v in views]),
+            ("  (until the process exited: a second run, below, and exit)", [v["exited"] for v in views]),
+            ("Site view again in that process, Streamlit's caches cleared", [v["rerun"] for v in views]),
+            ("Store.site_diff alone, in a new process (the call only)", calls)]
+    for label, seconds in rows:
+        spread = f"{min(seconds):.2f} - {max(seconds):.2f}"
+        print(f"  {label:<{width}} {statistics.median(seconds):>8.2f} {spread:>18}")
+    median = statistics.median(v["total"] for v in views)
+    print(f"target: Site view, latest two runs of {pages:,} pages: <= {TARGET_SITE_COLD_S:g} s cold: "
+          f"{median:.2f} s  {verdict(median <= TARGET_SITE_COLD_S)}")
     print()
     return median
 
@@ -475,7 +623,7 @@ class Launch:
     healthy: float  # seconds from the server's start: the health endpoint answers
     loaded: float  # the page's load event
     building: float | None  # the demo-build progress bar is on screen (the script runs)
-    answered: float  # the Overview's "Pages" metric shows the demo's page count
+    answered: float  # the landing page, Site, shows its "Changed" metric
 
 
 def free_port() -> int:
@@ -510,8 +658,9 @@ def stop(server: subprocess.Popen) -> None:
 
 
 def first_launch(browser, kind: str, numba_cache: Path) -> Launch:
-    """One `streamlit run app.py` in a new directory with no data/, timed until the Overview
-    shows the demo store's metrics in a new browser context."""
+    """One `streamlit run app.py` in a new directory with no data/, timed until the landing
+    page (the Site view: the demo holds a run per crawl) shows its count of changed pages in a
+    new browser context."""
     with tempfile.TemporaryDirectory(prefix="cdc-first-launch-") as work_dir:
         work = Path(work_dir)
         port = free_port()
@@ -537,10 +686,13 @@ def first_launch(browser, kind: str, numba_cache: Path) -> Launch:
                 healthy = time.time() - started
                 page.goto(base + "/", timeout=LAUNCH_TIMEOUT * 1000)
                 loaded = time.time() - started
-                pages_metric = page.locator('[data-testid="stMetric"]', has_text="Pages").first
-                pages_metric.wait_for(timeout=max(1.0, deadline - time.time()) * 1000)
+                # exact: "Unchanged" holds "changed" too
+                changed_metric = page.locator('[data-testid="stMetric"]').filter(
+                    has=page.get_by_text("Changed", exact=True)).first
+                changed_metric.wait_for(timeout=max(1.0, deadline - time.time()) * 1000)
                 answered = time.time() - started
-                shown = pages_metric.inner_text().split()
+                shown = changed_metric.inner_text().split()
+                heading = page.get_by_role("heading", name=SITE_TITLE).count()
                 seen = page.evaluate("window.__cdcSeen || {}")
             except Exception as exc:  # any failure: show the server's output
                 tail = log_path.read_text(errors="replace")[-2000:]
@@ -548,10 +700,15 @@ def first_launch(browser, kind: str, numba_cache: Path) -> Launch:
             finally:
                 stop(server)
                 context.close()
-        if shown[-1:] != [f"{DEFAULT_PAGES:,}"]:
-            fail(f"first launch ({kind}): the Pages metric shows {shown}, not the demo's {DEFAULT_PAGES:,}")
-        if not (work / "data" / "demo.duckdb").is_file():
+        demo = work / "data" / "demo.duckdb"
+        if not demo.is_file():
             fail(f"first launch ({kind}): no data/demo.duckdb in the launch directory")
+        demo_store = Store(demo)
+        latest = [run.run for run in demo_store.runs() if run.finished][:2]
+        changed = demo_store.site_diff(latest[1], latest[0], limit=0).changed
+        if not heading or shown[-1:] != [f"{changed:,}"]:
+            fail(f"first launch ({kind}): the landing page shows {shown} (Site heading: {heading}), not the "
+                 f"Site view's {changed:,} pages changed between the demo's runs {latest[1]} and {latest[0]}")
         building = seen["building"] / 1e3 - started if "building" in seen else None
         return Launch(kind, healthy, loaded, building, answered)
 
@@ -559,7 +716,7 @@ def first_launch(browser, kind: str, numba_cache: Path) -> Launch:
 def measure_first_launch(launches: int) -> tuple[float | None, float | None, str]:
     """Cold and warm launches, alternated; returns their medians (None when skipped)."""
     print("== 3. First launch: `streamlit run app.py` in a new directory, demo build included, "
-          "until the Overview shows the demo's metrics in Chromium ==")
+          "until Chromium shows the landing page (Site: its count of changed pages) ==")
     try:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
@@ -591,7 +748,7 @@ def measure_first_launch(launches: int) -> tuple[float | None, float | None, str
     print("  seconds from the server's start; cold: NUMBA_CACHE_DIR a new empty directory; warm: the "
           "directory a cold launch filled")
     print(f"  {'launch':<8} {'health ok':>10} {'page loaded':>12} {'building shown':>15} "
-          f"{'metrics shown':>14}")
+          f"{'Site shown':>14}")
     for launch in results:
         building = f"{launch.building:.1f}" if launch.building is not None else "not seen"
         print(f"  {launch.kind:<8} {launch.healthy:>10.1f} {launch.loaded:>12.1f} {building:>15} "
@@ -618,6 +775,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="timed reruns per view (default: 10, or 3 with --quick)")
     parser.add_argument("--launches", type=int, default=None,
                         help="first launches of each kind, cold and warm (default: 3, or 1 with --quick)")
+    parser.add_argument("--cold", type=int, default=None,
+                        help="cold Site measures of each kind, each a new process (default: 3, or 1 with "
+                             "--quick)")
     parser.add_argument("--pages", type=int, default=100_000,
                         help="pages of the synthetic store (default: %(default)s)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached synthetic store")
@@ -627,8 +787,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.runs = 3 if args.quick else 10
     if args.launches is None:
         args.launches = 1 if args.quick else 3
-    if args.runs < 1 or args.launches < 1 or args.pages < 1:
-        parser.error("--runs, --launches and --pages must be at least 1")
+    if args.cold is None:
+        args.cold = 1 if args.quick else 3
+    if min(args.runs, args.launches, args.cold, args.pages) < 1:
+        parser.error("--runs, --launches, --cold and --pages must be at least 1")
     return args
 
 
@@ -646,12 +808,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         compare_s = measure_compare_page(args.runs, Path(work))
     targets.append(Target(f"Compare, 100 KB page: <= {TARGET_COMPARE_S * 1e3:.0f} ms median", ms(compare_s),
                           compare_s <= TARGET_COMPARE_S))
-    overview_s = measure_big_store(args.runs, args.pages, args.rebuild)
-    targets.append(Target(f"Overview, {args.pages:,} pages: <= {TARGET_OVERVIEW_S:g} s median",
-                          ms(overview_s), overview_s <= TARGET_OVERVIEW_S))
+    views, site_cold = measure_big_store(args.runs, args.pages, args.rebuild, args.cold)
+    for name, median in views.items():
+        targets.append(Target(f"{name}, {args.pages:,} pages: <= {TARGET_VIEW_S * 1e3:.0f} ms median, warm",
+                              ms(median), median <= TARGET_VIEW_S))
+    targets.append(Target(f"Site view, latest two runs of {args.pages:,} pages: <= {TARGET_SITE_COLD_S:g} s "
+                          "cold", f"{site_cold:.2f} s", site_cold <= TARGET_SITE_COLD_S,
+                          "new process: start to view drawn"))
     os.environ.pop("CDC_DB", None)
     cold, warm, skipped = measure_first_launch(args.launches)
-    label = f"First launch, demo build included: <= {TARGET_LAUNCH_S:g} s"
+    label = f"First launch, demo build included, until the landing page: <= {TARGET_LAUNCH_S:g} s"
     if cold is None:
         targets.append(Target(label, "-", None, skipped))
     else:

@@ -474,7 +474,9 @@ def measure_queries(pages: int, runs: int, rebuild: bool) -> None:
     rng = random.Random(QUERY_SEED)
     for r in range(runs):
         host, key = rng.choice(keys)
-        generation = rng.randint(2, SYNTHETIC_GENERATIONS)
+        # A generation after the first, by its number (its capture time): any smaller number,
+        # such as `generation - 1`, names the generation current before it began.
+        generation = store.generations(key)[rng.randint(1, SYNTHETIC_GENERATIONS - 1)].generation
         shift = r % len(queries)
         for query in queries[shift:] + queries[:shift]:
             gc.collect()

@@ -7,11 +7,18 @@ writes the same tables directly, through DuckDB from Arrow, in the layout ingest
   schema version, `cdc.SPEC`, the retention policy), so it opens with `Store(path)` and
   passes its meta check; the builder then checks those rows against `SCHEMA_VERSION`
   and `SPEC`.
-- Rows arrive crawl by crawl (all of generation 1, then all of generation 2, ...), each
-  crawl in a random page order cut into ingest-sized batches (`cdc.ingest.BATCH_RECORDS`)
-  that are sorted by natural key, as `Ingester` writes them. So a page's rows lie in as
-  many places as it has generations, and a host's pages are spread over the whole file,
-  as after real crawls of interleaved hosts.
+- Rows arrive crawl by crawl (every page's first generation, then every page's second,
+  ...), each crawl in a random page order cut into ingest-sized batches
+  (`cdc.ingest.BATCH_RECORDS`) that are sorted by natural key, as `Ingester` writes them.
+  So a page's rows lie in as many places as it has generations, and a host's pages are
+  spread over the whole file, as after real crawls of interleaved hosts.
+- Each crawl is a finished run (`runs`: run N labelled `crawl N`, ingested an hour after its
+  last fetch, with its counts) that fetched every page once, 2.5 s apart in its order, a
+  week after the crawl before: a `fetches` row and a `page_runs` row per page (fetch time,
+  content digest; the fetch numbered by its place in the run's one input). A generation is
+  numbered by its capture time (`cdc.versions.capture_id` of its fetch), and its change
+  row names the generation before it and how it was measured (`edits`; none for a new
+  page); `generations.first_run` is its crawl's run.
 - Each generation has about 6 chunks with random 16-byte digests: a header and a footer
   shared by every page of the host (2 boilerplate digests per host), with probability 1/2
   one of `SHARED_CHUNKS` passages found on every host (syndicated text), and 3 or 4
@@ -47,12 +54,24 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import cdc
-from cdc.ingest import BATCH_RECORDS, NEW
+from cdc.ingest import (
+    _CHANGES_SCHEMA,
+    _CHUNKS_SCHEMA,
+    _FETCHES_SCHEMA,
+    _GENERATIONS_SCHEMA,
+    _PAGES_SCHEMA,
+    _SEEN_SCHEMA,
+    BATCH_RECORDS,
+    NEW,
+)
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
+from cdc.store.runs import RUN_COUNTS
+from cdc.versions import capture_id
 
-BUILDER_VERSION = 1  # bump when the generated data changes, so cached stores are rebuilt
+BUILDER_VERSION = 2  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored
 
 SHARED_CHUNKS = 8  # passages found on every host; each page carries one with probability 1/2
@@ -60,6 +79,8 @@ POOL_BYTES = 4 << 20  # the random words every chunk's text is cut from
 SLICE_PAGES = 20_000  # pages whose rows are built and inserted at a time: bounds memory
 CRAWL_START = datetime(2025, 1, 6)
 CRAWL_EVERY = timedelta(days=7)
+RUN_AFTER = timedelta(hours=1)  # a crawl's run is ingested this long after its last fetch
+RUN_TAKES = timedelta(minutes=10)
 THRESHOLDS = cdc.Thresholds()
 CHANGE_KINDS = ("minor", "insert", "delete", "rewrite", "different_page")
 CHANGE_WEIGHTS = (55, 15, 5, 20, 5)
@@ -203,31 +224,19 @@ def measures(rng: random.Random, old: list[Piece], new: list[Piece], kind: str, 
         "unchanged_ratio": unchanged, "retained_ratio": retained,
         "bytes_added": added, "bytes_removed": removed, "regions": regions,
         "verdict": THRESHOLDS.verdict(True, min(unchanged, retained)), "excerpt": excerpt,
+        "measure": "edits",
     }
 
 
 # --- tables ----------------------------------------------------------------------------------
 
-_GENERATIONS = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()), ("fetched_at", pa.timestamp("us")),
-    ("content_digest", pa.binary()), ("length", pa.int32()), ("chunk_count", pa.int32()),
-    ("text", pa.string()),
-])
-_CHUNKS = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()),
-    ("digests", pa.binary()), ("lengths", pa.list_(pa.int32())),
-])
-_CHANGES = pa.schema([
-    ("natural_key", pa.string()), ("generation", pa.int32()), ("previous_generation", pa.int32()),
-    ("fetched_at", pa.timestamp("us")), ("similarity", pa.float64()), ("unchanged_ratio", pa.float64()),
-    ("retained_ratio", pa.float64()), ("bytes_added", pa.int32()), ("bytes_removed", pa.int32()),
-    ("regions", pa.int32()), ("verdict", pa.string()), ("excerpt", pa.string()),
-])
-_PAGES = pa.schema([
-    ("natural_key", pa.string()), ("url", pa.string()), ("host", pa.string()),
-    ("retention_class", pa.string()), ("latest_generation", pa.int32()),
-    ("first_seen", pa.timestamp("us")), ("last_fetched", pa.timestamp("us")),
-    ("last_checked", pa.timestamp("us")), ("etag", pa.string()), ("last_modified", pa.string()),
+# The tables as ingest writes them, its own Arrow schemas: the builder leaves ingest's layout.
+_GENERATIONS, _CHUNKS, _CHANGES = _GENERATIONS_SCHEMA, _CHUNKS_SCHEMA, _CHANGES_SCHEMA
+_FETCHES, _PAGE_RUNS, _PAGES = _FETCHES_SCHEMA, _SEEN_SCHEMA, _PAGES_SCHEMA
+_RUNS = pa.schema([
+    ("run", pa.int32()), ("label", pa.string()), ("started_at", pa.timestamp("us")),
+    ("ended_at", pa.timestamp("us")), ("inputs", pa.list_(pa.string())),
+    *((name, pa.int64()) for name in RUN_COUNTS),
 ])
 
 
@@ -244,42 +253,84 @@ def _columns(schema: pa.Schema) -> dict[str, list]:
     return {name: [] for name in schema.names}
 
 
-def crawl_tables(generation: int, order: Sequence[int], keys: list[str], versions: list[PageState],
-                 changes: list[dict | None], fetched: list[datetime], retained: bool,
-                 pool: str) -> tuple[pa.Table, pa.Table, pa.Table, int]:
-    """One slice of a crawl's rows: generations, chunk_lists, changes; and text bytes."""
+@dataclass(frozen=True)
+class Crawl:
+    """One crawl as the builder has it: its run id, and per page number its fetch time, its
+    generation's number (the capture id of that fetch) and the number before it (None on a
+    first crawl), with the change measured between them (None: a new page)."""
+
+    run: int
+    fetched: list[datetime]
+    numbers: list[int]
+    previous: list[int | None]
+    changes: list[dict | None]
+    retained: bool
+
+
+def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str], versions: list[PageState],
+                 pool: str) -> tuple[dict[str, pa.Table], int]:
+    """One slice of a crawl's rows, by table (generations, chunk_lists, changes, fetches,
+    page_runs), and its retained text bytes. `part` is the crawl's order from place `start`:
+    a page's fetch is numbered by its place in the run's one input, as ingest numbers it."""
     g, c, ch = _columns(_GENERATIONS), _columns(_CHUNKS), _columns(_CHANGES)
+    f, seen = _columns(_FETCHES), _columns(_PAGE_RUNS)
     text_bytes = 0
-    for page in order:
+    for place, page in enumerate(part, start + 1):
         key, chunks = keys[page], versions[page].chunks()
         text = "".join([pool[offset:offset + length] for _, length, offset in chunks])
         data = text.encode("ascii")
+        content = cdc.content_digest(data)
+        fetched, number = crawl.fetched[page], crawl.numbers[page]
         g["natural_key"].append(key)
-        g["generation"].append(generation)
-        g["fetched_at"].append(fetched[page])
-        g["content_digest"].append(cdc.content_digest(data))
+        g["generation"].append(number)
+        g["fetched_at"].append(fetched)
+        g["content_digest"].append(content)
         g["length"].append(len(data))
         g["chunk_count"].append(len(chunks))
-        g["text"].append(text if retained else None)
-        if retained:
+        g["text"].append(text if crawl.retained else None)
+        g["first_run"].append(crawl.run)
+        if crawl.retained:
             text_bytes += len(data)
             c["natural_key"].append(key)
-            c["generation"].append(generation)
+            c["generation"].append(number)
             c["digests"].append(b"".join([digest for digest, _, _ in chunks]))
             c["lengths"].append([length for _, length, _ in chunks])
-        change = changes[page]
+        change = crawl.changes[page]
         ch["natural_key"].append(key)
-        ch["generation"].append(generation)
-        ch["previous_generation"].append(generation - 1 if change else None)
-        ch["fetched_at"].append(fetched[page])
+        ch["generation"].append(number)
+        ch["previous_generation"].append(crawl.previous[page])
+        ch["fetched_at"].append(fetched)
         if change is None:  # a new page, as ingest records it
             change = {"similarity": None, "unchanged_ratio": None, "retained_ratio": None,
                       "bytes_added": len(data), "bytes_removed": 0, "regions": 0, "verdict": NEW,
-                      "excerpt": text[:200]}
+                      "excerpt": text[:200], "measure": None}
         for name, value in change.items():
             ch[name].append(value)
-    return (pa.table(g, schema=_GENERATIONS), pa.table(c, schema=_CHUNKS),
-            pa.table(ch, schema=_CHANGES), text_bytes)
+        # Every page changes at every crawl: its one fetch in the run is its new generation's.
+        f["natural_key"].append(key)
+        f["fetched_at"].append(fetched)
+        f["content_digest"].append(content)
+        f["run"].append(crawl.run)
+        f["sequence"].append(place)  # input 0 of the run: INPUT_SHIFT leaves the place as it is
+        seen["natural_key"].append(key)
+        seen["run"].append(crawl.run)
+        seen["fetched_at"].append(fetched)
+        seen["content_digest"].append(content)
+    tables = {"generations": (g, _GENERATIONS), "chunk_lists": (c, _CHUNKS), "changes": (ch, _CHANGES),
+              "fetches": (f, _FETCHES), "page_runs": (seen, _PAGE_RUNS)}
+    return {name: pa.table(columns, schema=schema) for name, (columns, schema) in tables.items()}, text_bytes
+
+
+def run_row(crawl: Crawl, pages: int) -> dict[str, list]:
+    """The crawl's `runs` row: finished, ingested in the hour after its last fetch, with the
+    counts a run over every page (each of them new or changed) records."""
+    last = max(crawl.fetched)
+    counts = {"records": pages, "pages": pages, "new_pages": pages if crawl.run == 1 else 0,
+              "changed": 0 if crawl.run == 1 else pages, "unchanged": 0, "older": 0, "skipped": 0,
+              "failed": 0}
+    return {"run": [crawl.run], "label": [f"crawl {crawl.run}"], "started_at": [last + RUN_AFTER],
+            "ended_at": [last + RUN_AFTER + RUN_TAKES], "inputs": [[f"crawl-{crawl.run}.warc.gz"]],
+            **{name: [value] for name, value in counts.items()}}
 
 
 def _insert(connection: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
@@ -292,9 +343,9 @@ def _insert(connection: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -
         connection.unregister("bulk_rows")
 
 
-def _slices(order: list[int]) -> Iterator[list[int]]:
+def _slices(order: list[int]) -> Iterator[tuple[int, list[int]]]:
     for start in range(0, len(order), SLICE_PAGES):
-        yield order[start:start + SLICE_PAGES]
+        yield start, order[start:start + SLICE_PAGES]
 
 
 # --- building --------------------------------------------------------------------------------
@@ -330,7 +381,7 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
     shared = [pieces.new(300, 600) for _ in range(SHARED_CHUNKS)]
     versions = [first_version(rng, pieces, templates, shared, page % hosts) for page in range(pages)]
     first_order = crawl_order(rng, pages, keys)
-    fetched: list[datetime] = [CRAWL_START] * pages
+    numbers: list[int | None] = [None] * pages
     first_seen: list[datetime] = []
     chunk_rows = text_bytes = 0
     with tempfile.TemporaryDirectory(prefix=".synthetic-", dir=path.parent if path.parent.exists()
@@ -340,32 +391,38 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
         connection = duckdb.connect(str(building))
         try:
             connection.execute("SET enable_progress_bar = false")
+            # Rows go in unindexed; the indexes are made whole at the end, as a store cdc
+            # writes has them.
+            for statement in INDEXES:
+                connection.execute(f"DROP INDEX {statement.split()[5]}")
             connection.execute("BEGIN TRANSACTION")
-            for generation in range(1, generations + 1):
-                order = first_order if generation == 1 else crawl_order(rng, pages, keys)
-                start = CRAWL_START + (generation - 1) * CRAWL_EVERY
+            for run in range(1, generations + 1):
+                order = first_order if run == 1 else crawl_order(rng, pages, keys)
+                start = CRAWL_START + (run - 1) * CRAWL_EVERY
+                fetched: list[datetime] = [start] * pages
                 changes: list[dict | None] = [None] * pages
                 for position, page in enumerate(order):
                     fetched[page] = start + timedelta(seconds=position * 2.5)
-                    if generation > 1:
+                    if run > 1:
                         old = versions[page].chunks()
                         versions[page], kind = next_version(rng, pieces, versions[page])
                         changes[page] = measures(rng, old, versions[page].chunks(), kind, pool)
-                if generation == 1:
+                if run == 1:
                     first_seen = list(fetched)
-                retained = generation > generations - keep
-                for part in _slices(order):
-                    gens, chunks, change_rows, text = crawl_tables(
-                        generation, part, keys, versions, changes, fetched, retained, pool)
-                    _insert(connection, "generations", gens)
-                    _insert(connection, "chunk_lists", chunks)
-                    _insert(connection, "changes", change_rows)
-                    chunk_rows += sum(map(len, chunks.column("lengths").to_pylist()))
+                crawl = Crawl(run, fetched, [capture_id(moment) for moment in fetched], numbers, changes,
+                              retained=run > generations - keep)
+                for first, part in _slices(order):
+                    tables, text = crawl_tables(crawl, first, part, keys, versions, pool)
+                    for table, rows in tables.items():
+                        _insert(connection, table, rows)
+                    chunk_rows += len(pc.list_flatten(tables["chunk_lists"].column("lengths")))
                     text_bytes += text
+                _insert(connection, "runs", pa.table(run_row(crawl, pages), schema=_RUNS))
+                numbers = crawl.numbers
             page_rows = pa.table({
                 "natural_key": [keys[p] for p in first_order], "url": [keys[p] for p in first_order],
                 "host": [host_name(p % hosts) for p in first_order],
-                "retention_class": [None] * pages, "latest_generation": [generations] * pages,
+                "retention_class": [None] * pages, "latest_generation": [numbers[p] for p in first_order],
                 "first_seen": [first_seen[p] for p in first_order],
                 "last_fetched": [fetched[p] for p in first_order],
                 "last_checked": [fetched[p] for p in first_order],
@@ -373,7 +430,7 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             }, schema=_PAGES)
             _insert(connection, "pages", page_rows)
             connection.execute("COMMIT")
-            for statement in INDEXES:  # as a store cdc writes has them
+            for statement in INDEXES:
                 connection.execute(statement)
             connection.execute("CHECKPOINT")
         finally:

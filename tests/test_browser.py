@@ -1,15 +1,17 @@
 """End to end in a real browser: `streamlit run app.py` on a loopback port, Debian's
 Chromium driven by Playwright, Compare opened by its link, figure and highlighted text
 awaited, a screenshot saved; a moved paragraph joined across the columns and the
-boilerplate switch dimming, then hiding, the host's template.
+boilerplate switch dimming, then hiding, the host's template; and the landing page, the
+Site view, followed by its links: a template change's pages, then one page's Compare.
 
-Set CDC_SCREENSHOT to a path to keep the screenshots (the README's come from here: the
-price change at that path, the move beside it as compare-move.png)."""
+Set CDC_SCREENSHOT to a path to keep the screenshots. The README's are made by
+`docs/screenshots.py`, which drives the same server and pages."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -56,10 +58,10 @@ def wait_until_healthy(base: str, process: subprocess.Popen, timeout: float = 90
     raise AssertionError("streamlit did not answer in time")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    store_path = tmp_path_factory.mktemp("browser") / "demo.duckdb"
-    build_demo(store_path, pages=24, generations=4)
+@contextmanager
+def app_server(store_path: Path) -> Iterator[str]:
+    """`streamlit run app.py -- --db STORE` on a free loopback port, until the block ends; its
+    base URL."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -69,13 +71,63 @@ def server(tmp_path_factory):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(base, process)
-        yield base, Store(store_path)
+        yield base
     finally:
         process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    store_path = tmp_path_factory.mktemp("browser") / "demo.duckdb"
+    build_demo(store_path, pages=24, generations=4)
+    with app_server(store_path) as base:
+        yield base, Store(store_path)
+
+
+ROW_HEIGHT = 35  # pixels: a row of Streamlit's data grid, its header row as tall
+
+
+def grid_cell(grid, column: int, row: int) -> str:
+    """A data grid's cell text (the grid is drawn on a canvas; its accessible table holds the
+    text, a link column's cell the link)."""
+    return grid.locator(f"#glide-cell-{column}-{row}").inner_text()
+
+
+def follow_grid_link(page, grid, row: int):
+    """Click the link in a data grid's `row` (0: the first below the header) as a user does,
+    and the page it opens (a link column opens its link in a new tab). The canvas holds no
+    elements to click: the mouse goes along the row until the grid shows a pointer, which it
+    does over a link only."""
+    canvas = grid.locator("canvas").first
+    box = canvas.bounding_box()
+    y = box["y"] + ROW_HEIGHT * (row + 1) + ROW_HEIGHT / 2
+    for x in range(int(box["x"]) + 4, int(box["x"] + box["width"]), 8):
+        page.mouse.move(x, y)
+        if page.evaluate("([x, y]) => getComputedStyle(document.elementFromPoint(x, y)).cursor",
+                         [x, y]) == "pointer":
+            with page.context.expect_page(timeout=30_000) as opened:
+                page.mouse.click(x + 4, y)
+            new = opened.value
+            new.wait_for_load_state()
+            return new
+    raise AssertionError(f"no link in row {row} of the grid")
+
+
+@contextmanager
+def browser_page(height: int) -> Iterator:
+    """A page of a new headless Chromium, 1400 pixels wide."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": height})
+        finally:
+            browser.close()
 
 
 @contextmanager
@@ -94,13 +146,52 @@ def compare_page(link: str, height: int) -> Iterator:
             browser.close()
 
 
+PRICE_ONLY = re.compile(r"\$\d+\.\d\d → \$\d+\.\d\d")  # an excerpt of a price change alone
+
+
+def price_change(store: Store):
+    """The change row of a price change (a minor change whose excerpt names dollars) between
+    two retained generations (Compare shows those only): one not flagged a template change, and
+    of the price alone, where there is one; else of any minor change. A price change makes the
+    clearest picture; any minor change proves the same."""
+    changes = [row for row in store.changes(verdicts=["minor"]) if row.previous_generation]
+    prices = sorted((row for row in changes if "$" in (row.excerpt or "")),
+                    key=lambda row: (bool(row.template_only), not PRICE_ONLY.fullmatch(row.excerpt)))
+
+    def retained(row) -> bool:
+        kept = {g.generation for g in store.generations(row.natural_key) if g.retained}
+        return {row.previous_generation, row.generation} <= kept
+
+    return next(row for row in prices + changes if retained(row))
+
+
+def compare_link(base: str, key: str, old: int, new: int) -> str:
+    return f"{base}/compare?" + urlencode({"url": key, "from": old, "to": new})
+
+
+def site_page_shown(page, base: str) -> None:
+    """Open the landing page, the Site view, and wait for its tables."""
+    page.goto(base + "/", timeout=60_000)
+    page.get_by_role("heading", name="What changed on the site").wait_for(timeout=60_000)
+    page.locator("[data-testid=stDataFrame]").first.locator("#glide-cell-0-0").wait_for(
+        state="attached", timeout=60_000)
+
+
+def dim_boilerplate(page) -> str:
+    """Switch Compare to leave the host's boilerplate out; once the texts dim it, the first
+    dimmed block's text."""
+    page.get_by_text("Leave the host's boilerplate out").click()
+    frame = page.frame_locator("iframe").first
+    frame.locator(".cdc-boilerplate").first.wait_for(timeout=60_000)
+    dimmed = frame.locator(".cdc-boilerplate").first.inner_text()
+    page.wait_for_timeout(800)  # let the figure redraw
+    return dimmed
+
+
 def test_compare_opens_by_its_link_with_the_figure_and_the_highlighted_text(server, tmp_path):
     base, store = server
-    changes = [row for row in store.changes(verdicts=["minor"]) if row.previous_generation]
-    # A price change makes the clearest picture; any minor change proves the same.
-    change = next((row for row in changes if "$" in (row.excerpt or "")), changes[0])
-    link = f"{base}/compare?" + urlencode({"url": change.natural_key, "from": change.previous_generation,
-                                          "to": change.generation})
+    change = price_change(store)
+    link = compare_link(base, change.natural_key, change.previous_generation, change.generation)
     shot = Path(os.environ.get("CDC_SCREENSHOT") or tmp_path / "compare.png")
     with compare_page(link, 1300) as page:
         frame = page.frame_locator("iframe").first
@@ -125,7 +216,7 @@ def a_move(store: Store) -> tuple[str, int, int]:
 def test_a_move_is_joined_across_and_the_boilerplate_is_dimmed_then_hidden(server, tmp_path):
     base, store = server
     key, old, new = a_move(store)
-    link = f"{base}/compare?" + urlencode({"url": key, "from": old, "to": new})
+    link = compare_link(base, key, old, new)
     wanted = os.environ.get("CDC_SCREENSHOT")
     shot = Path(wanted).with_name("compare-move.png") if wanted else tmp_path / "compare-move.png"
     with compare_page(link, 1500) as page:
@@ -141,10 +232,7 @@ def test_a_move_is_joined_across_and_the_boilerplate_is_dimmed_then_hidden(serve
         assert 0 <= top <= 400
         assert page.locator(".js-plotly-plot").get_by_text("move 1").count() >= 1
         # The switch leaves the host's boilerplate out: dimmed in the texts, then hidden.
-        page.get_by_text("Leave the host's boilerplate out").click()
-        frame.locator(".cdc-boilerplate").first.wait_for(timeout=60_000)
-        dimmed = frame.locator(".cdc-boilerplate").first.inner_text()
-        page.wait_for_timeout(800)  # let the figure redraw
+        dimmed = dim_boilerplate(page)
         page.screenshot(path=str(shot))
         page.locator("[data-testid=stButtonGroup]").get_by_text("hidden", exact=True).click()
         frame.get_by_text("boilerplate block").first.wait_for(timeout=60_000)
@@ -152,3 +240,51 @@ def test_a_move_is_joined_across_and_the_boilerplate_is_dimmed_then_hidden(serve
         assert frame.get_by_text(dimmed, exact=True).count() == 0
         assert frame.locator("#cdc-move-1-from").count() == 1
     assert shot.stat().st_size > 10_000
+
+
+def test_the_site_view_leads_to_a_template_change_s_pages_and_on_to_compare(server):
+    from playwright.sync_api import expect
+
+    base, store = server
+    a, b = [run.run for run in store.runs() if run.finished][1::-1]
+    diff = store.site_diff(a, b)
+    [change] = diff.template_changes[:1]  # the demo changes templates at its last crawl
+    with browser_page(1200) as page:
+        site_page_shown(page, base)  # the landing page: Site, the latest two runs
+        changed = page.locator("[data-testid=stMetric]").filter(has=page.get_by_text("Changed", exact=True))
+        assert changed.inner_text().split()[-1] == f"{diff.changed:,}"
+        templates = page.locator("[data-testid=stDataFrame]").first  # then the changed pages
+        assert (grid_cell(templates, 0, 0), grid_cell(templates, 1, 0)) == (change.host, str(change.pages))
+
+        listed = follow_grid_link(page, templates, 0)  # "List its pages"
+        assert f"group={change.key}" in listed.url
+        shown = f"the pages of one template change: {change.host}, {change.pages:,} pages"
+        expect(listed.get_by_role("combobox", name="Show")).to_have_value(
+            re.compile("^" + re.escape(shown)), timeout=60_000)
+        pages = listed.locator("[data-testid=stDataFrame]").last
+        pages.locator("#glide-cell-0-0").wait_for(state="attached", timeout=60_000)
+        rows = pages.locator("[role=row]").count() - 1  # less the header
+        keys = {grid_cell(pages, 0, row) for row in range(rows)}
+        expected = store.site_diff(a, b, template_change=change.key)
+        assert keys == {page.natural_key for page in expected.pages} and len(keys) == change.pages
+        first = next(page for page in expected.pages if page.natural_key == grid_cell(pages, 0, 0))
+        assert grid_cell(pages, 1, 0) == "compare?" + urlencode(
+            {"url": first.natural_key, "to": first.generation_b, "from": first.generation_a})
+
+        compare = follow_grid_link(listed, pages, 0)  # "Compare"
+        assert compare.url.startswith(f"{base}/compare?")
+        compare.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        frame = compare.frame_locator("iframe").first
+        frame.locator("ins.cdc-ins").first.wait_for(timeout=60_000)
+        assert frame.locator("del.cdc-del").count() >= 1
+        for label in (f"generation {first.generation_a}", f"generation {first.generation_b}"):
+            assert frame.get_by_text(label, exact=True).count() >= 1
+        # The marked words are the two generations' own: removed ones from A's text, added B's.
+        texts = [store.version(first.natural_key, number).text.decode()
+                 for number in (first.generation_a, first.generation_b)]
+        for text, marks in zip(texts, (frame.locator("del.cdc-del"), frame.locator("ins.cdc-ins"))):
+            for mark in marks.all()[:10]:
+                assert mark.inner_text().strip() in text
+        # TODO(trend figure): Compare is getting a figure of the page's change over its
+        # generations (another branch). Once it is merged, assert it here: drawn, and holding
+        # these two generations. Not asserted before it exists.
