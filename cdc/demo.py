@@ -89,10 +89,13 @@ MIN_BATCH = 50  # records: below this a batch costs more in store round trips th
 PRICES = {"en": ("$9.99", "$14.99", "$19.99", "$24.99", "$29.99", "$34.99", "$39.99", "$44.99"),
           "ja": ("980円", "1,480円", "1,980円", "2,480円", "2,980円", "3,480円", "3,980円", "4,980円")}
 FIRST_PRICES = (1, 2, 2, 2, 3)  # indexes into PRICES: most products start at $19.99 or 1,980円
+# The product's name is in its price line: the line is the page's own, as on a real shop
+# page. (Without it, the products that share a price would share the line, a chunk on more
+# than 5% of the host's pages: boilerplate by the seed's rule, and a price change a
+# "template change".)
 PRICE_LINE = {
-    "en": "Price: {} each, including VAT. Free delivery on orders over $50 &amp; free returns "
-          "within 30 days.",
-    "ja": "価格：{}（税込）。五千円以上のご注文で送料無料、三十日以内の返品を承ります。",
+    "en": "{}: {} each, including VAT. Free delivery on orders over $50 and free returns within 30 days.",
+    "ja": "{}：{}（税込）。五千円以上のご注文で送料無料、三十日以内の返品を承ります。",
 }
 CONSENT = {"en": " Accept all | Reject all | Settings", "ja": "すべて許可 | すべて拒否 | 設定",
            "zh": "全部接受 | 全部拒绝 | 设置"}
@@ -475,7 +478,8 @@ def _render(page: _Page, host: _Host, crawl: int, url: str, fetched_at: str, leg
     main = []
     if page.price is not None:
         main.append({"heading": "Price and availability",
-                     "text": PRICE_LINE[host.language].format(PRICES[host.language][page.price])})
+                     "text": PRICE_LINE[host.language].format(host.writer.title(page.subject),
+                                                              PRICES[host.language][page.price])})
     if page.published is not None:
         main.append({"heading": "Dates",
                      "text": demotext.dates_line(host.language, page.published, page.updated)})
