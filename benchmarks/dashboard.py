@@ -48,8 +48,8 @@ check fails (targets are reported, not enforced: timings on a shared machine are
 
 Run from the repository root:
 
-    python benchmarks/dashboard.py            # about 2.5 minutes on two cores (+25 s the
-                                              # first time, to build the synthetic store)
+    python benchmarks/dashboard.py            # about 5 minutes on two shared cores (+1.5 min
+                                              # the first time, to build the synthetic store)
     python benchmarks/dashboard.py --quick    # 3 runs, one cold Site and one launch of each kind
     python benchmarks/dashboard.py --runs 15 --launches 5
 """
