@@ -303,11 +303,14 @@ def writer_on_a_large_store(batches: list[WriteBatch], appends: int, crawl: Writ
 
 def _version_of(batch: WriteBatch, suffix: str, later: int) -> WriteBatch:
     """`batch` under keys ending in `#suffix`, its generations numbered `later` higher."""
-    pages, generations, chunks, changes, checked = (
-        _renamed(getattr(batch, name), suffix) for name in WriteBatch.__dataclass_fields__)
-    return WriteBatch(_shifted(pages, "latest_generation", later), _shifted(generations, "generation", later),
-                      _shifted(chunks, "generation", later),
-                      _shifted(_shifted(changes, "generation", later), "previous_generation", later), checked)
+    tables = {name: _renamed(getattr(batch, name), suffix) for name in WriteBatch.__dataclass_fields__}
+    shifted = {"pages": ("latest_generation",), "generations": ("generation",), "chunks": ("generation",),
+               "changes": ("generation", "previous_generation"), "removed_generations": ("generation",),
+               "removed_changes": ("generation",)}
+    for name, columns in shifted.items():
+        for column in columns:
+            tables[name] = _shifted(tables[name], column, later)
+    return WriteBatch(**tables)
 
 
 def _shifted(table: pa.Table, column: str, by: int) -> pa.Table:
