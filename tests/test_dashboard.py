@@ -185,6 +185,14 @@ def test_overview_shows_the_store(app, store_path):
     assert metrics["Pages"] == f"{stats['pages']:,}" and metrics["Hosts"] == "2"
 
 
+def test_a_link_to_a_generation_past_retention_says_so(app, store_path):
+    url = "https://shop1.example/item/2"
+    numbers = [g.generation for g in Store(store_path).generations(url)]
+    open_page(app, "views/compare.py", url=url, **{"from": str(numbers[0]), "to": str(numbers[1])})
+    assert any(f"Generation {numbers[0]}" in w.value and "retention" in w.value for w in app.warning)
+    assert app.selectbox(key="from").value in numbers[1:]  # a retained one, said so above
+
+
 def test_compare_shows_the_url_and_generations_of_the_query_string(app, store_path):
     url = "https://shop1.example/item/2"
     open_page(app, "views/compare.py", url=url)

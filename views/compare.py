@@ -23,6 +23,18 @@ if len(generations) < 2:
     st.info(f"{url} has {len(generations)} retained generation(s): nothing to compare yet.")
     st.stop()
 
+# A link may name generations whose text the store no longer keeps: say so, not silently
+# open others (a number resolves to the generation current at that time, as Store.version).
+numbers = [g.generation for g in history]
+for name in ("from", "to"):
+    asked = st.query_params.get(name)
+    if asked and asked.isdigit():
+        current = max((n for n in numbers if n <= int(asked)), default=None)
+        if current is not None and current not in generations:
+            st.warning(f"Generation {current} ({name} in the link) is past the retention limit: its "
+                       "text and chunks were dropped. Showing retained generations instead.",
+                       icon=":material/history:")
+
 controls, trend = st.columns([2, 3])
 left, middle = controls.columns(2)
 new = ui.generation_picker(middle, "To generation", "to", generations[::-1][:-1])
