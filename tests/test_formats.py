@@ -39,8 +39,10 @@ def ingest(capsys, db, *args) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def text_of(db, url: str, generation: int = 1) -> str:
-    return Store(str(db)).version(url, generation).text.decode()
+def text_of(db, url: str) -> str:
+    """The text of the page's first generation."""
+    store = Store(str(db))
+    return store.version(url, store.generations(url)[0].generation).text.decode()
 
 
 # --- ARC -----------------------------------------------------------------------------------
