@@ -238,7 +238,8 @@ def test_a_reader_polling_the_store_sees_every_batch_and_the_writer_loses_nothin
     assert len(during) >= 10, f"only {len(during)} reads while the writer ran"
     seen_during = sorted({r.stats["generations"] for r in during})
     assert len(seen_during) >= 2, f"the reader saw no intermediate states: {seen_during}"
-    for name in ("pages", "generations", "changes", "hosts", "retained_generations"):
+    # (Retained texts fall once, at the run's end, when retention trims them.)
+    for name in ("pages", "generations", "changes", "hosts"):
         values = [r.stats[name] for r in reads]
         assert values == sorted(values), f"{name} went down between reads"
     for r in reads:
