@@ -206,7 +206,8 @@ def test_ingest_pages_from_warc(tmp_path, sample):
     assert summary.new_pages == 8  # the garbage page has no text, which is still a page
     keys = store.page_keys()
     assert any(key.endswith("/prices") for key in keys)
-    version = store.version(next(k for k in keys if k.endswith("/prices")), 1)
+    prices = next(k for k in keys if k.endswith("/prices"))
+    version = store.version(prices, store.page(prices).latest_generation)
     assert version is not None
 
 
