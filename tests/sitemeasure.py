@@ -104,12 +104,16 @@ class SiteStore:
         self.boilerplate = frozenset(store.boilerplate_digests(self.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES))
         # What `cdc compare --ignore-boilerplate` leaves out: the rule over both crawls.
         self.template = frozenset(store.template_digests(self.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES))
-        latest = {row[0]: row[1] for row in store.host_pages(self.host)}
-        self.versions: dict[str, dict[int, Version]] = {}
+        self.versions: dict[str, dict[int, Version]] = {}  # by crawl
         with store.reading() as connection:
             for url in manifest.pages:
                 key = canonical_url(url)
-                self.versions[url] = store.versions(key, range(1, latest.get(key, 0) + 1), connection)
+                # Held by crawl, 1 and 2: generation numbers are capture times (YYYYMMDDhhmmss).
+                numbers = sorted(row[0] for row in connection.execute(
+                    "SELECT generation FROM generations WHERE natural_key = ?", [key]).fetchall())
+                found = store.versions(key, numbers, connection)
+                self.versions[url] = {crawl: found[number] for crawl, number in enumerate(numbers, 1)
+                                      if number in found}
         self._pairs: dict[tuple[str, bool], Pair | None] = {}
 
     def generations(self, url: str) -> int:

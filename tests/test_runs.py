@@ -146,15 +146,6 @@ def test_site_diff_counts_pages_new_gone_changed_by_verdict_and_unchanged(two_cr
     assert all(p.template_only == store.history(p.natural_key)[-1].template_only for p in diff.pages)
 
 
-def test_site_diff_without_the_template_flags(two_crawls):
-    quick = Store(two_crawls).site_diff(1, 2, limit=100, with_template=False)
-    assert (quick.changed, quick.template_only, quick.template_changes) == (7, None, [])
-    assert quick.verdicts == {"minor": 5, "rewrite": 1, "different_page": 1}
-    assert {p.template_only for p in quick.pages} == {None}
-    full = Store(two_crawls).site_diff(1, 2, limit=100)
-    assert [p.natural_key for p in quick.pages] == [p.natural_key for p in full.pages]
-
-
 def test_site_diff_of_one_host_and_pages_of_changed_pages(two_crawls):
     store = Store(two_crawls)
     diff = store.site_diff(1, 2, host="shop.example", limit=2)
