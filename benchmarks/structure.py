@@ -18,7 +18,7 @@ Both crawls are ingested by `cdc ingest` into a fresh store for each extraction 
    least 3), out of the pages with the banner. Target: at least 95%.
 2. Template-only pages (banner only) that `compare(..., ignore=boilerplate)` calls
    `unchanged`. Target: at least 95%. Also shown: how many of them have their stored change
-   row flagged `template_only` (the query-time flag `cdc history` and `cdc export` show),
+   row flagged `template_only` (what `cdc history` and `cdc export` show),
    and the mean chunks per generation.
 3. Moved paragraphs covered (90% of their bytes) by one `Edit` of kind "move". Target: 90%.
 4. Median over pages with one inserted paragraph of the bytes of `changed_regions` over

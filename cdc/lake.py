@@ -12,6 +12,9 @@ chunk_index, digest, length), as the store's `content_chunks` view shows them: t
 keeps a list row per generation for its single writer's sake, and a lake engine, with no
 such writer, reads rows per chunk more simply (Parquet stores the repeated keys in runs).
 
+`changes` holds the rows as a batch writes them, without `template_only`: that flag is set
+at the run's end, from the templates of the whole store (`cdc.store.templates`).
+
 Files are only ever added (each batch's have their own names), so several runs into one
 directory add up. A batch's files are written after the store commits it: a run stopped
 between the two leaves the lake a batch short of the store.

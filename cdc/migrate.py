@@ -4,7 +4,8 @@ A store records the chunker spec its digests were made under, and digests of two
 never compare, so a newer cdc refuses an older store. Migrating re-chunks the text of every
 retained generation with this cdc's chunker, replaces those chunk rows, and recomputes the
 change row of each generation whose previous generation is retained too (exact edits from
-the two texts), all in one transaction with the new spec: killed midway, the store is as it
+the two texts), and counts the hosts' templates and the template-only flags again from the
+new digests, all in one transaction with the new spec: killed midway, the store is as it
 was. What is not retained cannot be re-chunked: those generations had no chunk rows, and
 their change rows stay as they were measured then.
 
@@ -74,5 +75,6 @@ def migrate(path: str | Path, params: ChunkParams = DEFAULT_PARAMS,
             summary.changes += len(changes)
             if progress:
                 progress(summary, len(keys))
+        store.refresh_templates(connection)  # the templates are digests: new ones
         store.set_meta(connection, "spec", summary.new_spec)
     return summary

@@ -127,7 +127,7 @@ SCHEMA_2_ROWS = [
 
 def as_schema_2(path: Path) -> None:
     """Rewrite a store in the layout of schema 2: generations numbered 1, 2, 3 per page in
-    their order, and no fetches, runs, first runs or measures, as cdc made it before."""
+    their order, and no fetches, runs, first runs, measures or templates, as cdc made it before."""
     with duckdb.connect(str(path)) as connection:
         connection.execute(NUMBERED)
         connection.execute("DROP VIEW content_chunks")
@@ -138,7 +138,7 @@ def as_schema_2(path: Path) -> None:
         for statement in SCHEMA_2 + SCHEMA_2_ROWS:
             connection.execute(statement)
         for table in ("new_pages", "new_generations", "new_chunk_lists", "new_changes", "fetches", "runs",
-                      "page_runs"):
+                      "page_runs", "host_templates"):
             connection.execute(f"DROP TABLE {table}")
         connection.execute(CONTENT_CHUNKS_VIEW)
         for name in ("pages", "generations", "chunk_lists", "changes"):

@@ -169,15 +169,6 @@ def test_the_run_of_a_date_is_the_latest_crawl_begun_by_then(two_crawls):
     assert store.run_on(first - timedelta(days=1)) is None
 
 
-def test_site_diff_without_the_template_flags(two_crawls):
-    quick = Store(two_crawls).site_diff(1, 2, limit=100, with_template=False)
-    assert (quick.changed, quick.template_only, quick.template_changes) == (7, None, [])
-    assert quick.verdicts == {"minor": 5, "rewrite": 1, "different_page": 1}
-    assert {p.template_only for p in quick.pages} == {None}
-    full = Store(two_crawls).site_diff(1, 2, limit=100)
-    assert [p.natural_key for p in quick.pages] == [p.natural_key for p in full.pages]
-
-
 def test_site_diff_of_one_host_and_pages_of_changed_pages(two_crawls):
     store = Store(two_crawls)
     diff = store.site_diff(1, 2, host="shop.example", limit=2)

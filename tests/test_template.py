@@ -9,8 +9,10 @@ from __future__ import annotations
 import csv
 import io
 import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 
+import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -18,7 +20,7 @@ from cdc.cli import main
 from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
-from cdc.store import Store
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store
 from tests import crawlgen
 from tests.test_dashboard import open_page
 
@@ -95,3 +97,82 @@ def test_the_compare_view_says_a_template_change_is_one(store, monkeypatch):
         app = open_page(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60), "views/compare.py",
                         url=url, **{"from": str(crawlgen.generation(0)), "to": str(crawlgen.generation(1))})
         assert any("A template change" in info.value for info in app.info) is expected
+
+
+def recounted_flags(path: Path) -> tuple[dict[tuple[str, int], bool | None], set[tuple[str, bytes]]]:
+    """Each change row's template-only flag and each host's template, counted again in Python
+    from the retained chunk lists, straight from the rule."""
+    with duckdb.connect(str(path), read_only=True) as connection:
+        hosts = dict(connection.execute("SELECT natural_key, host FROM pages").fetchall())
+        chunks: dict[tuple[str, int], list[bytes]] = defaultdict(list)
+        for key, generation, digest in connection.execute(
+                "SELECT natural_key, generation, digest FROM content_chunks ORDER BY ALL").fetchall():
+            chunks[key, generation].append(digest)
+        rows = connection.execute(
+            "SELECT natural_key, generation, previous_generation FROM changes").fetchall()
+    holders: dict[tuple[str, bytes], set[str]] = defaultdict(set)
+    for (key, _), digests in chunks.items():
+        for digest in digests:
+            holders[hosts[key], digest].add(key)
+    pages = Counter(hosts.values())
+    template = {(host, digest) for (host, digest), keys in holders.items()
+                if len(keys) >= BOILERPLATE_MIN_PAGES and len(keys) > BOILERPLATE_SHARE * pages[host]}
+    flags = {}
+    for key, generation, previous in rows:
+        new, old = Counter(chunks.get((key, generation), [])), Counter(chunks.get((key, previous), []))
+        changed = set((new - old) + (old - new))
+        template_only = bool(changed) and all((hosts[key], digest) in template for digest in changed)
+        flags[key, generation] = None if not new or not old else template_only
+    return flags, template
+
+
+def assert_flags_are_recounted(store: Store) -> dict[tuple[str, int], bool | None]:
+    flags, template = recounted_flags(store.path)
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        stored = {(key, generation): flag for key, generation, flag in connection.execute(
+            "SELECT natural_key, generation, template_only FROM changes").fetchall()}
+        templates = set(connection.execute("SELECT host, digest FROM host_templates").fetchall())
+    assert templates == template
+    assert stored == flags
+    return stored
+
+
+def test_the_stored_flags_are_the_rule_counted_again_after_runs_a_backfill_an_erasure_and_a_prune(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    sale = _template_change(crawlgen.NAVIGATION)
+    bodies = {n: crawlgen.page_versions(n, 2) for n in range(PAGES)}
+
+    def ingest(day: int, pages: dict[int, str], edited=()) -> dict[tuple[str, int], bool | None]:
+        """A run of `pages` (number: navigation) fetched on `day`, the `edited` ones' content changed."""
+        records = []
+        for n, navigation in pages.items():
+            record = crawlgen.record(f"{HOST}/item/{n}", day, bodies[n][1 if n in edited else 0])
+            record["sections"][0]["text"] = navigation
+            records.append(record)
+        Ingester(store).run(SourceRecord("crawl", number, record) for number, record in enumerate(records, 1))
+        return assert_flags_are_recounted(store)
+
+    def flag(flags, n: int, day: int) -> bool | None:
+        return flags[_key(store, n), crawlgen.generation(day)]
+
+    first = ingest(0, dict.fromkeys(range(PAGES), crawlgen.NAVIGATION))
+    assert set(first.values()) == {None}, "first sightings"
+    # The sale on two pages is on too few pages to be the template yet: both are changes.
+    early = ingest(2, dict.fromkeys([0, 1], sale))
+    assert (flag(early, 0, 2), flag(early, 1, 2)) == (False, False)
+    # On every page, and on page 3 a content change too: the two earlier pages, not in this
+    # run, are template-only now.
+    everywhere = ingest(2, dict.fromkeys(range(2, PAGES), sale), edited={3})
+    assert {flag(everywhere, n, 2) for n in range(PAGES) if n != 3} == {True}
+    assert flag(everywhere, 3, 2) is False
+    # A backfill between the two crawls: page 5 had the sale a day earlier (so the later
+    # fetch is no new generation), page 6 a content change under the old navigation (so the
+    # later change row, measured again, is the sale and the content change back).
+    backfilled = ingest(1, {5: sale, 6: crawlgen.NAVIGATION}, edited={6})
+    assert flag(backfilled, 5, 1) is True and (_key(store, 5), crawlgen.generation(2)) not in backfilled
+    assert (flag(backfilled, 6, 1), flag(backfilled, 6, 2)) == (False, False)
+
+    store.erase(_key(store, 7))
+    assert_flags_are_recounted(store)
+    store.prune(RetentionPolicy(keep=1))  # no change row has both its generations now
+    assert set(assert_flags_are_recounted(store).values()) == {None}

@@ -5,11 +5,14 @@
 - `connection`: opening the file for a read or a write batch, waiting on another process's
   lock, cdc's own write lock, and the rewrites of the whole file (`compact`, `erase`);
 - `schema`: the tables, the `content_chunks` view, the indexes, the schema version and the
-  connection settings; the check of a file's meta rows and the upgrade of schema 1 to 2;
+  connection settings; the check of a file's meta rows and the upgrade of older layouts;
 - `writer`: the ingest write path: page states, a batch in one transaction, retention and
   its trim, validators, the extraction mode, and the re-chunking of `cdc migrate`;
 - `reads`: what the views and the CLI read, and the dataclasses they get back;
-- `runs`: crawl runs started and finished, a run's end trimming the texts of its pages;
+- `runs`: crawl runs started and finished, a run's end trimming the texts of its pages and
+  setting its hosts' template-only flags;
+- `templates`: each host's template and the change rows' template-only flags, stored, and
+  refreshed where the chunk lists change (a run's end, prune, migrate, erase, an upgrade);
 - `sitediff`: the runs as the CLI and the dashboard read them, and what changed on a site
   between two runs;
 - `layout` and `lookups`: the `chunk_lists` row (digests end to end, lengths) cut into
@@ -31,8 +34,6 @@ from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFo
 from cdc.store.connection import LOCK_TIMEOUT, Connections
 from cdc.store.layout import digest_list
 from cdc.store.reads import (
-    BOILERPLATE_MIN_PAGES,
-    BOILERPLATE_SHARE,
     ChangeRow,
     GenerationInfo,
     PageInfo,
@@ -44,6 +45,7 @@ from cdc.store.reads import (
 from cdc.store.runs import Runs
 from cdc.store.schema import INDEXES, SCHEMA, SCHEMA_VERSION, TABLES, Schema
 from cdc.store.sitediff import ChangedPage, RunInfo, SiteDiff, SiteDiffs, TemplateChange
+from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Templates
 from cdc.store.writer import (
     DEFAULT_KEEP,
     PageHistory,
@@ -55,7 +57,7 @@ from cdc.store.writer import (
 )
 
 
-class Store(Connections, Schema, Writer, Reads, Runs, SiteDiffs):
+class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,

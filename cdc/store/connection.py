@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
-from cdc.store.lookups import _one
+from cdc.store.lookups import _one, _registered
 from cdc.store.schema import (
     CONNECTION_CONFIG,
     SCHEMA_VERSION,
@@ -156,12 +157,17 @@ class Connections:
         """
         removed = 0
         with self.writing() as connection:
+            page = _one(connection.execute("SELECT host FROM pages WHERE natural_key = ?", [natural_key]))
             for table in STORED_TABLES:
                 rows = "sum(len(lengths))" if table == "chunk_lists" else "count(*)"  # as the view counts
                 (count,) = _one(connection.execute(
                     f"SELECT coalesce({rows}, 0) FROM {table} WHERE natural_key = ?", [natural_key]))
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
                 removed += count
+            if page is not None:  # one page fewer: the host's template is counted again
+                with _registered(connection, "erased_host", pa.table({"host": pa.array(page, pa.string())})):
+                    self._refresh_templates(connection, "SELECT natural_key FROM pages WHERE false",
+                                            "SELECT host FROM erased_host")
         self.compact()
         return removed
 

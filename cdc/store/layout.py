@@ -1,6 +1,7 @@
 """A `chunk_lists` row: a retained generation's chunks in order, as their 16-byte digests
-end to end in one BLOB (`digests`) and a list of their lengths; and the two ways the store
-cuts such rows into a row per chunk, in SQL (`_chunks_of`) and in Arrow (`content_chunk_rows`).
+end to end in one BLOB (`digests`) and a list of their lengths; and the ways the store cuts
+such rows into a row per chunk, in SQL (`_chunks_of`, and `_digests_of` for digests alone)
+and in Arrow (`content_chunk_rows`).
 Why a list row and not a row per chunk: `cdc.store.schema`.
 """
 
@@ -20,6 +21,16 @@ def _chunks_of(lists: str) -> str:
                digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest,
                lengths[chunk_index + 1] AS length
         FROM (SELECT *, unnest(range(len(lengths)))::INTEGER AS chunk_index FROM {lists}))"""
+
+
+def _digests_of(lists: str) -> str:
+    """A row per chunk digest of the `chunk_lists` rows of the query `lists` (which has a
+    `digests` column): its other columns and `digest`. Cheaper than `_chunks_of` where only
+    digests count (the templates): no lengths are read or cut."""
+    return f"""(SELECT * EXCLUDE (digests, chunk_index),
+               digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest
+        FROM (SELECT *, unnest(range(octet_length(digests) // {DIGEST_BYTES})) AS chunk_index
+              FROM ({lists})))"""
 
 
 def content_chunk_rows(lists: pa.Table) -> pa.Table:

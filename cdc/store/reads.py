@@ -1,5 +1,5 @@
-"""The reads the views and the CLI use: pages, generations, versions, change rows and
-their template-only flag, overview and trend counts, boilerplate digests and chunk texts;
+"""The reads the views and the CLI use: pages, generations, versions, change rows with
+their stored template-only flag, overview and trend counts, boilerplate digests and chunk texts;
 and the dataclasses they return. Each call opens a read-only connection (`Store.reading()`)
 or reads through the one it is given.
 """
@@ -16,13 +16,8 @@ import duckdb
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
+from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, TEMPLATE_DIGESTS
 from cdc.timebins import BINS
-
-# The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
-# latest generations), and on at least this many of them (`cdc.boilerplate`).
-BOILERPLATE_SHARE = 0.05
-BOILERPLATE_MIN_PAGES = 3
-
 
 # The chunks the boilerplate queries count, the lists joined with their pages first:
 # of one host's latest generations (binds the host);
@@ -31,23 +26,11 @@ _HOST_CHUNKS = _chunks_of("""(
     FROM chunk_lists c JOIN pages p
       ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
     WHERE p.host = ?)""")
-# of every page's latest generation, with its host;
+# and of every page's latest generation, with its host.
 _LATEST_CHUNKS = _chunks_of("""(
     SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
     FROM chunk_lists l JOIN pages p
       ON p.natural_key = l.natural_key AND l.generation = p.latest_generation)""")
-# of every retained generation of the hosts in a query's `host_size` (host, pages);
-_HOSTS_CHUNKS = _chunks_of("""(
-    SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
-    FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
-    WHERE p.host IN (SELECT host FROM host_size))""")
-# of the two generations of each of a query's `picked` change rows (a page's other
-# generations are not cut into chunks).
-_PICKED_CHUNKS = _chunks_of("""(
-    SELECT l.* FROM chunk_lists l SEMI JOIN (
-        SELECT natural_key, generation FROM picked
-        UNION SELECT natural_key, previous_generation FROM picked WHERE previous_generation IS NOT NULL
-    ) k USING (natural_key, generation))""")
 
 
 @dataclass(frozen=True)
@@ -110,15 +93,15 @@ class ChangeRow:
     regions: int | None
     excerpt: str | None
     measure: str | None  # edits, chunks, or digests: the previous text was no longer retained
-    # Every changed chunk is the host's boilerplate (a template change), at query time
-    # against the boilerplate as it is then; None for a first sighting, or where either
-    # generation's chunk rows are no longer retained.
+    # Every changed chunk is the host's template (a template change), as stored at the last
+    # run's end (`cdc.store.templates`); None for a first sighting, or where either
+    # generation's chunk list is no longer retained.
     template_only: bool | None = None
 
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
-                   "c.bytes_removed, c.regions, c.excerpt, c.measure")
+                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only")
 
 
 PICK_LIMIT = 200  # keys a URL picker lists at most: type to narrow a host of 100,000 pages
@@ -131,7 +114,7 @@ class PageMatch:
     natural_key: str
     verdict: str | None = None  # the run's latest change of the page; None listing every page
     share_changed: float | None = None  # 1 - the smaller kept share
-    template_only: bool | None = None  # None: not asked for (template-only changes included)
+    template_only: bool | None = None  # the change's stored flag; None listing every page, or unknown
 
 
 @dataclass(frozen=True)
@@ -140,62 +123,6 @@ class PageMatches:
 
     pages: list[PageMatch]
     total: int
-
-
-def _template_digests(among: str = "") -> str:
-    """A host's template: digests on at least `?` (minimum pages) and more than `?` (share)
-    of the pages of the hosts in `host_size` (host, pages), counted over every retained
-    generation; only the digests of the query `among`, if given."""
-    where = f"WHERE c.digest IN ({among})" if among else ""
-    return f"""
-        SELECT c.host, c.digest
-        FROM {_HOSTS_CHUNKS} c
-        JOIN host_size h ON h.host = c.host
-        {where}
-        GROUP BY c.host, c.digest
-        HAVING count(DISTINCT c.natural_key) >= ? AND count(DISTINCT c.natural_key) > ? * any_value(h.pages)
-    """
-
-
-def _with_template_only(picked: str, order: str = "") -> str:
-    """`picked` (a query of `_CHANGE_COLUMNS`) with a last column, `template_only`.
-
-    A change is template-only when every chunk digest whose count differs between the two
-    generations (added, removed, or one copy of a repeated chunk more or fewer) is part of
-    the host's template: on at least `?` pages and more than `?` of the host's pages (the
-    rule of `host_boilerplate`), counted over every retained generation rather than the
-    latest alone, so that the navigation a site-wide change replaced still counts as
-    template on the old side. Only the picked rows' chunks are read, and only the digests
-    that changed in them are counted over their hosts' pages. Binds, after `picked`'s own
-    values: the minimum pages, then the share.
-    """
-    return f"""
-        WITH picked AS ({picked}),
-        host_size AS (
-            SELECT host, count(*) AS pages FROM pages
-            WHERE host IN (SELECT DISTINCT host FROM picked) GROUP BY host
-        ),
-        counted AS (
-            SELECT x.natural_key, x.generation, x.host, cc.digest,
-                   count(*) FILTER (WHERE cc.generation = x.generation) AS in_new,
-                   count(*) FILTER (WHERE cc.generation = x.previous_generation) AS in_old
-            FROM picked x JOIN {_PICKED_CHUNKS} cc
-              ON cc.natural_key = x.natural_key
-             AND (cc.generation = x.generation OR cc.generation = x.previous_generation)
-            GROUP BY ALL
-        ),
-        template AS ({_template_digests("SELECT digest FROM counted WHERE in_new <> in_old")}),
-        flags AS (
-            SELECT k.natural_key, k.generation,
-                   CASE WHEN sum(k.in_new) = 0 OR sum(k.in_old) = 0 THEN NULL
-                        ELSE bool_or(k.in_new <> k.in_old)
-                             AND bool_and(k.in_new = k.in_old OR b.digest IS NOT NULL) END AS template_only
-            FROM counted k LEFT JOIN template b ON b.host = k.host AND b.digest = k.digest
-            GROUP BY ALL
-        )
-        SELECT picked.*, flags.template_only
-        FROM picked LEFT JOIN flags USING (natural_key, generation) {order}
-    """
 
 
 def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str,
@@ -284,24 +211,24 @@ class Reads:
     def history(self, natural_key: str) -> list[ChangeRow]:
         """The page's change rows, oldest first, each marked template-only or not."""
         with self.reading() as connection:
-            rows = connection.execute(_with_template_only(f"""
+            rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
-                WHERE c.natural_key = ?
-            """, "ORDER BY generation"), [natural_key, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
+                WHERE c.natural_key = ? ORDER BY c.generation
+            """, [natural_key]).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
                         verdicts: Sequence[str], min_change: float,
                         run: int | None = None) -> tuple[str, list]:
-        """A WHERE clause of this module's fixed conditions, and the values to bind."""
+        """A WHERE clause on `changes c` of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
         if run is not None:  # generations the run saw first
             conditions.append("""EXISTS (SELECT 1 FROM generations g WHERE g.natural_key = c.natural_key
                                  AND g.generation = c.generation AND g.first_run = ?)""")
             values.append(run)
         if host:
-            conditions.append("p.host = ?")
+            conditions.append("c.natural_key IN (SELECT natural_key FROM pages WHERE host = ?)")
             values.append(host)
         if since:
             conditions.append("c.fetched_at >= ?")
@@ -327,12 +254,15 @@ class Reads:
         tail = "LIMIT ?" if limit is not None else ""
         if limit is not None:
             values.append(limit)
+        order = "ORDER BY c.fetched_at DESC, c.natural_key, c.generation DESC"
         with self.reading() as connection:
-            rows = connection.execute(_with_template_only(f"""
-                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
-                {where} ORDER BY c.fetched_at DESC, c.natural_key, c.generation DESC {tail}
-            """, "ORDER BY fetched_at DESC, natural_key, generation DESC"),
-                [*values, BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]).fetchall()
+            # The newest rows of `changes` alone first, then their pages: joined first, the
+            # 50 newest of the 100,000-page demo store took ten times as long.
+            rows = connection.execute(f"""
+                SELECT {_CHANGE_COLUMNS}
+                FROM (SELECT * FROM changes c {where} {order} {tail}) c JOIN pages p USING (natural_key)
+                {order}
+            """, values).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     def count_changes(self, *, host: str | None = None, since: datetime | None = None,
@@ -341,7 +271,7 @@ class Reads:
         where, values = self._change_filters(host, since, until, verdicts, min_change, run)
         with self.reading() as connection:
             return _one(connection.execute(
-                f"SELECT count(*) FROM changes c JOIN pages p USING (natural_key) {where}", values))[0]
+                f"SELECT count(*) FROM changes c {where}", values))[0]
 
     def host_pages(self, host: str) -> list[tuple]:
         """A host's pages with their latest change: url, generation, fetched_at, verdict, similarity."""
@@ -419,9 +349,8 @@ class Reads:
         `search` is a part of the URL (case-insensitive); `host` one host's pages. Given
         `changed_in` (a run id), only the pages with a change that run saw first (not a first
         sighting, not `unchanged`), of `verdicts` if given, largest change first, each with
-        its latest such change; template-only changes are left out unless
-        `include_template_only` (which also skips their cost: the flags count the hosts'
-        retained chunks). Otherwise every page, in key order. One scan of `pages` (and of
+        its latest such change; template-only changes (the stored flag) are left out unless
+        `include_template_only`. Otherwise every page, in key order. One scan of `pages` (and of
         the run's change rows): no key list is loaded to be filtered in Python."""
         if limit < 1:
             raise ValueError(f"limit is at least 1, got {limit}")
@@ -439,23 +368,18 @@ class Reads:
             if verdicts:
                 conditions.append("list_contains(?, c.verdict)")
                 values.append(list(verdicts))
-            picked = f"""
-                SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
-                JOIN generations g ON g.natural_key = c.natural_key AND g.generation = c.generation
-                WHERE g.first_run = ? AND c.verdict NOT IN ('new', 'unchanged')
-                  AND {" AND ".join(conditions)}"""
+            if not include_template_only:
+                conditions.append("c.template_only IS NOT TRUE")
             values.insert(0, changed_in)
-            if include_template_only:
-                flagged = f"SELECT *, NULL::BOOLEAN AS template_only FROM ({picked})"
-            else:
-                flagged = _with_template_only(picked)
-                values += [BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE]
             query = f"""
                 SELECT natural_key, verdict, changed, template_only, count(*) OVER () FROM (
-                    SELECT natural_key, verdict, template_only,
-                           1 - least(unchanged_ratio, retained_ratio) AS changed
-                    FROM ({flagged}) WHERE template_only IS NOT TRUE
-                    QUALIFY row_number() OVER (PARTITION BY natural_key ORDER BY generation DESC) = 1)
+                    SELECT c.natural_key, c.verdict, c.template_only,
+                           1 - least(c.unchanged_ratio, c.retained_ratio) AS changed
+                    FROM changes c JOIN pages p USING (natural_key)
+                    JOIN generations g ON g.natural_key = c.natural_key AND g.generation = c.generation
+                    WHERE g.first_run = ? AND c.verdict NOT IN ('new', 'unchanged')
+                      AND {" AND ".join(conditions)}
+                    QUALIFY row_number() OVER (PARTITION BY c.natural_key ORDER BY c.generation DESC) = 1)
                 ORDER BY changed DESC NULLS LAST, natural_key LIMIT ?"""
         with self.reading() as connection:
             rows = connection.execute(query, [*values, limit]).fetchall()
@@ -530,7 +454,7 @@ class Reads:
         with self.reading() as connection:
             rows = connection.execute(f"""
                 WITH host_size AS (SELECT host, count(*) AS pages FROM pages WHERE host = ? GROUP BY host)
-                {_template_digests()}
+                {TEMPLATE_DIGESTS}
             """, [host, min_pages, share]).fetchall()
         return {row[1] for row in rows}
 

@@ -4,7 +4,10 @@ end, its inputs and its counts; the pages it saw are in `page_runs`.
 A run ends by trimming the texts of the pages it saw to their retention limit, in the same
 transaction that records its counts: within a run every text stays at hand, so a version
 that arrives after its neighbours (another file of the same crawl) is measured with exact
-edits, however the run's records were split into files and batches.
+edits, however the run's records were split into files and batches. Then, in that
+transaction still, the templates of the hosts it touched are counted again and the
+template-only flags set (`cdc.store.templates`): after the trim, so they are counted over the
+generations that are left, as they are judged from then on.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ def _now() -> datetime:
 
 
 class Runs:
-    """Runs, mixed into `Store` after `Writer` (whose `_trim` a run's end calls): started
-    before a run's first batch, finished after its last."""
+    """Runs, mixed into `Store` after `Writer` and `Templates` (whose `_trim` and
+    `_refresh_templates` a run's end calls): started before a run's first batch, finished
+    after its last."""
 
     def start_run(self, label: str | None, inputs: Sequence[str]) -> int:
         """A new run's id (one more than the last), recorded as started now."""
@@ -45,7 +49,8 @@ class Runs:
         return run
 
     def finish_run(self, run: int, counts: dict[str, int], pages: Iterable[str]) -> None:
-        """Record a run's end and counts, and trim the texts of the pages it saw.
+        """Record a run's end and counts, trim the texts of the pages it saw, and set the
+        template-only flags of their hosts' change rows.
 
         A run that brought many versions of its pages at once (a first import of a crawl
         history) leaves most of the file free once they are trimmed: DuckDB reuses free
@@ -54,6 +59,12 @@ class Runs:
         with self.writing() as connection:
             with _registered(connection, "run_pages", _key_table(sorted(pages))):
                 dropped = self._trim(connection, "SELECT natural_key FROM run_pages")
+                # A run that did not finish (killed) left rows unflagged: its pages are
+                # flagged with the next run's.
+                self._refresh_templates(connection, """
+                    SELECT natural_key FROM run_pages
+                    UNION SELECT natural_key FROM page_runs
+                    WHERE run IN (SELECT run FROM runs WHERE ended_at IS NULL)""")
             # One row per page for the run: the latest of those its batches wrote.
             connection.execute("""
                 CREATE OR REPLACE TEMP TABLE seen AS

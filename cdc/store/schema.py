@@ -20,7 +20,10 @@ Tables (all times UTC):
   seed's schema. The store's own queries read `chunk_lists`.
 - `changes`: one row per generation, kept for good (it holds no content beyond a short
   excerpt): the measures of the change from the previous generation, its verdict, and how it
-  was measured (`measure`: edits, chunks, or digests when the previous text was gone).
+  was measured (`measure`: edits, chunks, or digests when the previous text was gone), and
+  whether it is template-only (`template_only`, kept by `cdc.store.templates`).
+- `host_templates`: one row per digest of a host's template (the boilerplate rule over every
+  retained generation), as of the last run's end: what `template_only` is judged by.
 - `fetches`: one row per fetch of a page (time, content digest, the run that brought it and
   its place in that run's input), kept for good: a page's history is its fetches in fetch
   order, so a fetch that arrives late is put in its place (`cdc.versions`).
@@ -47,7 +50,8 @@ from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
-# 3: generations numbered by capture time, the fetches and runs recorded.
+# 3: generations numbered by capture time, the fetches and runs recorded, the hosts'
+#    templates and the change rows' template-only flags stored.
 SCHEMA_VERSION = 3
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
@@ -122,7 +126,12 @@ SCHEMA = [
         regions INTEGER,
         verdict VARCHAR NOT NULL,
         excerpt VARCHAR,
-        measure VARCHAR
+        measure VARCHAR,
+        template_only BOOLEAN
+    )""",
+    """CREATE TABLE IF NOT EXISTS host_templates (
+        host VARCHAR NOT NULL,
+        digest BLOB NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS fetches (
         natural_key VARCHAR NOT NULL,
@@ -206,7 +215,7 @@ UPGRADE_TO_CAPTURE_IDS = [
        JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation""",
     """INSERT INTO changes SELECT c.natural_key, r.generation, p.generation, c.fetched_at, c.similarity,
            c.unchanged_ratio, c.retained_ratio, c.bytes_added, c.bytes_removed, c.regions, c.verdict,
-           c.excerpt, NULL FROM old_changes c
+           c.excerpt, NULL, NULL FROM old_changes c
        JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation
        LEFT JOIN renumbered p ON p.natural_key = c.natural_key AND p.old = c.previous_generation""",
     """INSERT INTO pages SELECT p.natural_key, p.url, p.host, p.retention_class, r.generation,
@@ -248,8 +257,8 @@ def _default_spec() -> str:
 
 class Schema:
     """The store's schema, mixed into `Store`: makes a new file whole, checks an existing
-    file's meta rows (schema version, chunker spec) against this cdc, upgrades schema 1 to 2,
-    and reads and sets meta rows."""
+    file's meta rows (schema version, chunker spec) against this cdc, upgrades older layouts
+    (counting the templates with `Templates`), and reads and sets meta rows."""
 
     path: Path
     spec: str | None
@@ -294,8 +303,8 @@ class Schema:
         """An older layout made current in one transaction (killed midway, the store is as it
         was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
-        and the fetches the store knew of are recorded. A rewrite of the tables: seconds for
-        a million rows."""
+        the fetches the store knew of are recorded, and the templates and template-only flags
+        counted. A rewrite of the tables: seconds for a million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
             if version < 2:
@@ -328,6 +337,7 @@ class Schema:
         connection.unregister("renumbered")
         for table in RENUMBERED_TABLES:
             connection.execute(f"DROP TABLE old_{table}")
+        self._refresh_templates(connection, "SELECT natural_key FROM pages")
 
     def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> int:
         """The store's schema version, once its meta rows are checked against this cdc."""

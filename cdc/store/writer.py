@@ -202,7 +202,9 @@ class Writer:
     def replace_chunks(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str],
                        chunks: pa.Table, changes: pa.Table) -> None:
         """The chunk lists of `keys` replaced by `chunks` (`chunk_lists` rows; chunk counts
-        follow), and the change rows in `changes` replaced, matched by page and generation."""
+        follow), and the change rows in `changes` replaced, matched by page and generation.
+        The pages' template-only flags are cleared, to be counted again from the new digests
+        (`refresh_templates`)."""
         with (_registered(connection, "migrated_keys", _key_table(keys)),
               _registered(connection, "migrated_chunks", chunks),
               _registered(connection, "migrated_changes", changes)):
@@ -214,6 +216,8 @@ class Writer:
                 FROM (SELECT natural_key, generation, len(lengths) AS chunks FROM migrated_chunks) n
                 WHERE generations.natural_key = n.natural_key AND generations.generation = n.generation
             """)
+            connection.execute("UPDATE changes SET template_only = NULL WHERE natural_key IN "
+                               "(SELECT natural_key FROM migrated_keys)")
             connection.execute("""
                 UPDATE changes SET similarity = m.similarity, unchanged_ratio = m.unchanged_ratio,
                        retained_ratio = m.retained_ratio, bytes_added = m.bytes_added,
@@ -305,7 +309,8 @@ class Writer:
                                                   "WHERE natural_key IN (SELECT natural_key FROM pages)"))[0]
             connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
             connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
-            connection.execute("INSERT INTO changes SELECT * FROM batch_changes")
+            # Their template-only flags are set at the run's end (`cdc.store.templates`).
+            connection.execute("INSERT INTO changes BY NAME SELECT * FROM batch_changes")
             connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
             connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
             if seen_before:
@@ -435,10 +440,12 @@ class Writer:
         return dropped
 
     def prune(self, policy: RetentionPolicy) -> None:
-        """Apply a new retention policy to every page, and keep it for later ingests."""
+        """Apply a new retention policy to every page, and keep it for later ingests; the
+        templates and template-only flags follow the chunk lists that are left."""
         with self.writing() as connection:
             self.set_meta(connection, "retention", policy.to_json())
             self._trim(connection, "SELECT natural_key FROM pages")
+            self._refresh_templates(connection, "SELECT natural_key FROM pages")
         self.compact()
 
     def claim_extraction_mode(self, mode: str) -> None:

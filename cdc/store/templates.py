@@ -1,0 +1,150 @@
+"""Each host's template and the change rows' template-only flags, stored and kept right.
+
+A host's template (`host_templates`) is the seed's boilerplate rule, a digest on at least
+`BOILERPLATE_MIN_PAGES` pages and on more than `BOILERPLATE_SHARE` of the host's pages,
+counted over every retained generation of its pages rather than the latest alone, so that
+the navigation a site-wide change replaced still counts as template on the old side. A change
+row is template-only (`changes.template_only`) when every chunk digest whose count differs
+between its two generations (added, removed, or one copy of a repeated chunk more or fewer)
+is in its host's template; NULL (unknown) for a first sighting, or where either generation's
+chunk list is no longer retained.
+
+Both are computed from the retained chunk lists, so they are refreshed wherever those lists,
+or a host's pages, change, in the same transaction: at a run's end after its retention trim
+(the hosts the run touched), by `prune`, `migrate` and `erase`, and by the schema upgrade.
+Then every stored flag equals its recomputation from the store as it is: the template as it
+is then, right once the whole crawl is in. A refresh reads every retained chunk of the hosts
+it counts once (the template), then only the rows whose flag can have changed: the rows of
+the changed pages that have no flag yet (new, or measured again), those whose older side the
+trim dropped (unknown now), and every row of a page of those hosts that holds a digest that
+entered or left the template (a steady recrawl has none; a site-wide change, the host's).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from cdc.store.layout import _digests_of
+
+# The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
+# latest generations), and on at least this many of them (`cdc.boilerplate`).
+BOILERPLATE_SHARE = 0.05
+BOILERPLATE_MIN_PAGES = 3
+
+# The lists of the pages of the hosts in `host_size`, with their host.
+_HOSTS_LISTS = """
+    SELECT p.host, l.natural_key, l.digests
+    FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
+    WHERE p.host IN (SELECT host FROM host_size)"""
+
+# A host's template: its digests on at least `?` (minimum pages) and more than `?` (share) of
+# the pages of the hosts in `host_size` (host, pages), counted over every retained generation.
+# Each page's digests are made distinct first: a third of the cost of count(DISTINCT).
+TEMPLATE_DIGESTS = f"""
+    SELECT c.host, c.digest
+    FROM (SELECT DISTINCT host, natural_key, digest FROM {_digests_of(_HOSTS_LISTS)}) c
+    JOIN host_size h ON h.host = c.host
+    GROUP BY c.host, c.digest
+    HAVING count(*) >= ? AND count(*) > ? * any_value(h.pages)
+"""
+
+# The pages of the hosts in `host_size` that hold a digest that entered or left their
+# template (`template_moves`).
+_MOVED_PAGES = f"""
+    SELECT DISTINCT c.natural_key FROM {_digests_of(_HOSTS_LISTS)} c
+    SEMI JOIN template_moves m ON m.host = c.host AND m.digest = c.digest"""
+
+# The chunk lists of the generations in `wanted`, with their host.
+_WANTED_LISTS = """
+    SELECT p.host, l.natural_key, l.generation, l.digests
+    FROM chunk_lists l SEMI JOIN wanted USING (natural_key, generation) JOIN pages p USING (natural_key)"""
+
+# The flag of every change row of the pages in `stale_pages`. A row is counted again when it
+# has none yet (a writer inserts a row, or re-chunks its generations, without one) or its
+# page holds a digest that moved in or out of the template (`moved_pages`); another row
+# keeps its flag, unless the trim took one of its generations' chunk lists (then unknown).
+# Counted, a row is template-only when its two generations' digests differ as multisets
+# while their non-template digests do not: every changed digest is template. Unknown when
+# either generation has no chunks (not retained, or an empty text), and for a first sighting.
+FRESH_FLAGS = f"""
+    WITH stale_rows AS (
+        SELECT natural_key, generation, previous_generation, template_only,
+               previous_generation IS NOT NULL AND (template_only IS NULL OR natural_key IN
+                   (SELECT natural_key FROM moved_pages)) AS recount
+        FROM changes WHERE natural_key IN (SELECT natural_key FROM stale_pages)
+    ),
+    wanted AS (
+        SELECT natural_key, generation FROM stale_rows WHERE recount
+        UNION SELECT natural_key, previous_generation FROM stale_rows WHERE recount
+    ),
+    -- Each wanted generation's digests, sorted, and its non-template ones.
+    sides AS (
+        SELECT c.natural_key, c.generation, list_sort(list(c.digest)) AS chunks,
+               list_sort(coalesce(list(c.digest) FILTER (WHERE t.digest IS NULL), [])) AS rest
+        FROM {_digests_of(_WANTED_LISTS)} c
+        LEFT JOIN host_templates t ON t.host = c.host AND t.digest = c.digest
+        GROUP BY c.natural_key, c.generation
+    ),
+    held AS (SELECT natural_key, generation FROM chunk_lists
+             WHERE natural_key IN (SELECT natural_key FROM stale_pages))
+    SELECT x.natural_key, x.generation,
+           CASE WHEN x.recount THEN CASE WHEN n.chunks IS NOT NULL AND o.chunks IS NOT NULL
+                                         THEN n.chunks <> o.chunks AND n.rest = o.rest END
+                WHEN hn.generation IS NOT NULL AND ho.generation IS NOT NULL THEN x.template_only
+           END AS template_only
+    FROM stale_rows x
+    LEFT JOIN sides n ON n.natural_key = x.natural_key AND n.generation = x.generation
+    LEFT JOIN sides o ON o.natural_key = x.natural_key AND o.generation = x.previous_generation
+    LEFT JOIN held hn ON hn.natural_key = x.natural_key AND hn.generation = x.generation
+    LEFT JOIN held ho ON ho.natural_key = x.natural_key AND ho.generation = x.previous_generation
+"""
+
+
+class Templates:
+    """The stored templates and flags, mixed into `Store`: refreshed by the writers."""
+
+    def refresh_templates(self, connection: duckdb.DuckDBPyConnection) -> None:
+        """Every host's template counted again, and the flags set, through a write connection:
+        after the chunk lists were rewritten (`cdc migrate`'s new digests)."""
+        self._refresh_templates(connection, "SELECT natural_key FROM pages")
+
+    def _refresh_templates(self, connection: duckdb.DuckDBPyConnection, pages: str,
+                           hosts: str | None = None) -> None:
+        """Count the templates of `hosts` again (default: the hosts of `pages`), then set the
+        flags of every change row of `pages` and of the rows a template change can flip.
+
+        `pages` and `hosts` are this package's own constant queries (of `natural_key`, of
+        `host`), never user input: `pages` the pages whose chunk lists changed, `hosts` any
+        host whose pages changed (an erased page's)."""
+        hosts = hosts or f"SELECT DISTINCT host FROM pages WHERE natural_key IN ({pages})"
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE touched_hosts AS {hosts}")
+        connection.execute("""
+            CREATE OR REPLACE TEMP TABLE host_size AS
+            SELECT host, count(*) AS pages FROM pages
+            WHERE host IN (SELECT host FROM touched_hosts) GROUP BY host""")
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_templates AS {TEMPLATE_DIGESTS}",
+                           [BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE])
+        # The digests that entered or left a template: only a row that changed one of them
+        # can flip, among the rows of the pages that did not change.
+        connection.execute("""
+            CREATE OR REPLACE TEMP TABLE template_moves AS
+            WITH stored AS (SELECT host, digest FROM host_templates
+                            WHERE host IN (SELECT host FROM touched_hosts))
+            (SELECT * FROM fresh_templates EXCEPT SELECT * FROM stored)
+            UNION ALL (SELECT * FROM stored EXCEPT SELECT * FROM fresh_templates)""")
+        connection.execute("DELETE FROM host_templates WHERE host IN (SELECT host FROM touched_hosts)")
+        connection.execute("INSERT INTO host_templates SELECT * FROM fresh_templates")
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE stale_pages AS {pages}")
+        connection.execute("CREATE OR REPLACE TEMP TABLE moved_pages (natural_key VARCHAR)")
+        (moves,) = connection.execute("SELECT count(*) FROM template_moves").fetchone()
+        if moves:  # one more read of the hosts' chunks, only when a template changed
+            connection.execute(f"INSERT INTO moved_pages {_MOVED_PAGES}")
+            connection.execute("INSERT INTO stale_pages SELECT natural_key FROM moved_pages")
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_flags AS {FRESH_FLAGS}")
+        connection.execute("""
+            UPDATE changes SET template_only = f.template_only FROM fresh_flags f
+            WHERE changes.natural_key = f.natural_key AND changes.generation = f.generation
+              AND changes.template_only IS DISTINCT FROM f.template_only""")
+        for table in ("touched_hosts", "host_size", "fresh_templates", "template_moves", "stale_pages",
+                      "moved_pages", "fresh_flags"):
+            connection.execute(f"DROP TABLE {table}")
