@@ -17,10 +17,13 @@ import streamlit as st
 
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.errors import CdcError
+from cdc.figures import host_change_distribution
 from cdc.highlight import FIRST_CHANGE_IDS, PALETTE
 from cdc.launch import StoreChoice, choose_store
-from cdc.store import PageMatch, PageMatches, Store
+from cdc.queries import Comparison, compare_generations
+from cdc.store import PageMatch, Store
 from cdc.store.sitediff import CHANGE_VERDICTS, RunInfo
+from cdc.timebins import choose_bin
 
 
 def store_choice() -> StoreChoice:
@@ -31,6 +34,55 @@ def store_choice() -> StoreChoice:
 def _store(path: str) -> Store:
     """One Store per process (it holds no connection: each call opens its own)."""
     return Store(path)
+
+
+def _version(store: Store) -> tuple[float, float]:
+    """Changes whenever a writer commits: the modification times of the store file and of its
+    write-ahead log (a commit that DuckDB has not yet checkpointed is in the log alone)."""
+    times = []
+    for path in (store.path, store.path.with_name(store.path.name + ".wal")):
+        try:
+            times.append(path.stat().st_mtime)
+        except OSError:
+            times.append(0.0)
+    return times[0], times[1]
+
+
+# `version` is hashed with the other arguments (a leading underscore would leave it out),
+# so a writer's commit makes a new cache entry and every read sees it.
+@st.cache_data(ttl=3600, show_spinner=False, max_entries=512)
+def _read(path: str, version: tuple[float, float], method: str, args: tuple, kwargs: tuple):
+    return getattr(_store(path), method)(*args, **dict(kwargs))
+
+
+class CachedStore:
+    """The store as the views read it: each read in `READS` cached until a writer commits.
+
+    Every widget change reruns a view from the top, and each store call opens the file (about
+    30 ms on a store of 100,000 pages before any query): uncached, a rerun of Overview or Site
+    spent most of its time reopening the file for answers it already had. Keyed on the file's
+    version, a cached answer is never older than the store. Anything else (`path`, a write,
+    `reading()`) is the store's own; `uncached` is the store itself, for a read too large to
+    keep (the whole CSV of an export)."""
+
+    READS = frozenset({
+        "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
+        "verdict_counts", "biggest_changes", "host_activity", "time_span", "host_changes",
+        "match_pages", "pages_with_digest", "runs", "latest_crawls", "run_captures", "run_on",
+        "site_diff",
+    })
+
+    def __init__(self, store: Store) -> None:
+        self.uncached = store
+
+    def __getattr__(self, name: str):
+        if name not in self.READS:
+            return getattr(self.uncached, name)
+        store = self.uncached
+
+        def read(*args, **kwargs):
+            return _read(str(store.path), _version(store), name, args, tuple(sorted(kwargs.items())))
+        return read
 
 
 class _DemoBuild:
@@ -81,17 +133,16 @@ def open_store() -> StoreChoice:
     choice = store_choice()
     if choice.is_demo and not choice.path.exists():
         _wait_for_demo(choice.path)
-    store = _store(str(choice.path))
     try:
-        store.meta()
+        current_store().meta()
     except CdcError as exc:
         fail(str(exc))
     return choice
 
 
-def current_store() -> Store:
-    """For the views: the store app.py opened and checked in this run."""
-    return _store(str(store_choice().path))
+def current_store() -> CachedStore:
+    """For the views: the store app.py opened and checked in this run, its reads cached."""
+    return CachedStore(_store(str(store_choice().path)))
 
 
 def fail(message: str) -> None:
@@ -109,16 +160,6 @@ def compare_link(natural_key: str, old: int | None, new: int) -> str:
     if old:
         query["from"] = str(old)
     return "compare?" + urlencode(query)
-
-
-@st.cache_data(ttl=10, show_spinner=False)
-def _page_keys(path: str) -> list[str]:
-    return Store(path).page_keys()
-
-
-def page_keys(store: Store) -> list[str]:
-    """Every page's key, cached for a few seconds: type-ahead over thousands of URLs."""
-    return _page_keys(str(store.path))
 
 
 def _to_query(*keys: str) -> None:
@@ -154,25 +195,6 @@ def from_query(key: str, options: list, convert=str) -> None:
 EVERY_HOST = "every host"
 
 
-@st.cache_data(ttl=10, show_spinner=False, max_entries=8)
-def _runs(path: str, version: float) -> list[RunInfo]:
-    return Store(path).runs()
-
-
-@st.cache_data(ttl=10, show_spinner=False, max_entries=8)
-def _hosts(path: str, version: float) -> list[str]:
-    return [host for host, _ in Store(path).hosts()]
-
-
-# Keyed on the store's version, so kept longer: leaving template-only changes out counts the
-# hosts' retained chunks (about 2 s for a run that changed 10,000 of 20,000 pages).
-@st.cache_data(ttl=600, show_spinner="Finding the pages…", max_entries=64)
-def _matches(path: str, version: float, search: str, host: str | None, changed_in: int | None,
-             verdicts: tuple[str, ...], include_template_only: bool) -> PageMatches:
-    return Store(path).match_pages(search, host=host, changed_in=changed_in, verdicts=verdicts,
-                                   include_template_only=include_template_only)
-
-
 def _run_label(run: RunInfo) -> str:
     changed = "" if run.changed is None else f", {run.changed:,} changed"
     return f"run {run.run}: {run.label}, {run.started_at:%Y-%m-%d %H:%M}{changed}"
@@ -186,18 +208,17 @@ def _match_label(match: PageMatch) -> str:
     return f"{short_url(match.natural_key)} · {match.verdict.replace('_', ' ')}{share}{template}"
 
 
-def url_picker(store: Store) -> str:
+def url_picker(store: CachedStore) -> str:
     """Filters, then a URL. "Changed pages only" (on by default once the store has two runs)
     lists the pages a run changed (the latest by default), optionally of some verdicts,
     template-only changes left out unless asked for, largest change first; else every page.
     A host and a search (part of the URL) narrow either list. The store returns at most
     `PICK_LIMIT` keys, so a host of 100,000 pages never fills a selectbox. The URL is kept in
     the query string; a URL a link names opens even when the filters would not list it."""
-    path, version = str(store.path), _version(store)
-    hosts = _hosts(path, version)
+    hosts = [host for host, _ in store.hosts()]
     if not hosts:
         fail("The store has no pages yet: `cdc ingest FILE` adds some.")
-    runs = _runs(path, version)
+    runs = store.runs()
     wanted = st.query_params.get("url")
     linked = wanted if wanted and wanted != st.session_state.get("url") and store.page(wanted) else None
     if linked and st.session_state.get("host") not in (None, EVERY_HOST, host_of_key(linked)):
@@ -219,8 +240,9 @@ def url_picker(store: Store) -> str:
     host = host_column.selectbox("Host", [EVERY_HOST, *hosts], key="host", on_change=_filter_changed)
     search = search_column.text_input("Search URLs", key="url-search", placeholder="part of the URL",
                                       on_change=_filter_changed)
-    matches = _matches(path, version, search, None if host == EVERY_HOST else host, run,
-                       tuple(verdicts), include_template)
+    with st.spinner("Finding the pages…"):
+        matches = store.match_pages(search, host=None if host == EVERY_HOST else host, changed_in=run,
+                                    verdicts=tuple(verdicts), include_template_only=include_template)
     labels = {match.natural_key: _match_label(match) for match in matches.pages}
     options = list(labels)
     if wanted and wanted not in labels and (linked or wanted == st.session_state.get("url")):
@@ -362,61 +384,61 @@ def framed_texts(html: str) -> str:
     return html + JOIN_MOVES + SCROLL_TO_FIRST_CHANGE
 
 
-def _version(store: Store) -> float:
-    """Changes whenever a writer commits: the store file's modification time."""
-    try:
-        return store.path.stat().st_mtime
-    except OSError:
-        return 0.0
+def memo(function):
+    """`function` with its answers cached by the values of its arguments: for the figures a
+    view draws from cached reads, which a rerun would otherwise build again (a Plotly figure
+    takes tens of milliseconds to make)."""
+    return st.cache_data(function, ttl=3600, max_entries=64, show_spinner=False)
 
 
-# `version` is hashed with the other arguments (a leading underscore would leave it out),
-# so a writer's commit is a new cache entry.
-@st.cache_data(ttl=60, show_spinner=False, max_entries=64)
-def _host_boilerplate(path: str, version: float, host: str, share: float, min_pages: int):
-    return host_boilerplate(Store(path), host, share, min_pages)
+@st.cache_data(ttl=3600, show_spinner=False, max_entries=32)
+def _comparison(path: str, version: tuple[float, float], url: str, old: int, new: int,
+                ignore_boilerplate: bool) -> Comparison:
+    return compare_generations(_store(path), url, old, new, ignore_boilerplate=ignore_boilerplate)
 
 
-@st.cache_data(ttl=60, show_spinner=False, max_entries=8)
-def _shared_across_hosts(path: str, version: float):
-    return shared_across_hosts(Store(path))
+def cached_comparison(store: CachedStore, url: str, old: int, new: int,
+                      ignore_boilerplate: bool) -> Comparison:
+    """`compare_generations`, cached as the store's reads are: the view's switches rerun it."""
+    return _comparison(str(store.path), _version(store.uncached), url, old, new, ignore_boilerplate)
 
 
-def cached_host_boilerplate(store: Store, host: str, share: float, min_pages: int):
-    """Boilerplate per host, cached until the store changes: the sliders rerun the view."""
-    return _host_boilerplate(str(store.path), _version(store), host, share, min_pages)
+@st.cache_data(ttl=3600, show_spinner=False, max_entries=32)
+def _host_distribution(path: str, version: tuple[float, float], host: str):
+    rows = [(host, when, share) for when, share, _ in _store(path).host_changes(host) if share is not None]
+    period = choose_bin(when for _, when, _ in rows)  # from the span of the host's changes
+    return period, host_change_distribution(rows, period=period) if rows else None
 
 
-def cached_shared_across_hosts(store: Store):
-    return _shared_across_hosts(str(store.path), _version(store))
+def cached_host_distribution(store: CachedStore, host: str):
+    """The bin that fits the span of a host's changes, and the figure of how much changed in
+    each (None when the host has no changes yet), cached as the store's reads are: a host
+    of 100,000 pages has as many changes, too many to hash as a figure's arguments."""
+    return _host_distribution(str(store.path), _version(store.uncached), host)
 
 
-def finished_runs(store: Store) -> list:
+@st.cache_data(ttl=3600, show_spinner=False, max_entries=64)
+def _host_boilerplate(path: str, version: tuple[float, float], host: str, share: float, min_pages: int):
+    return host_boilerplate(_store(path), host, share, min_pages)
+
+
+@st.cache_data(ttl=3600, show_spinner=False, max_entries=8)
+def _shared_across_hosts(path: str, version: tuple[float, float]):
+    return shared_across_hosts(_store(path))
+
+
+def cached_host_boilerplate(store: CachedStore, host: str, share: float, min_pages: int):
+    """Boilerplate per host (with sample texts), cached as the store's reads are."""
+    return _host_boilerplate(str(store.path), _version(store.uncached), host, share, min_pages)
+
+
+def cached_shared_across_hosts(store: CachedStore):
+    return _shared_across_hosts(str(store.path), _version(store.uncached))
+
+
+def finished_runs(store: CachedStore) -> list:
     """The store's finished runs, newest first: the Site view compares two of them."""
     return [run for run in store.runs() if run.finished]
-
-
-@st.cache_data(ttl=60, show_spinner=False, max_entries=8)
-def _run_captures(path: str, _version: float):
-    return Store(path).run_captures()
-
-
-def cached_run_captures(store: Store):
-    """Each run's first and last capture, cached until the store changes."""
-    return _run_captures(str(store.path), _version(store))
-
-
-@st.cache_data(ttl=60, show_spinner=False, max_entries=32)
-def _site_diff(path: str, _version: float, run_a: int, run_b: int, host: str | None, limit: int,
-               offset: int, template_change: str | None):
-    return Store(path).site_diff(run_a, run_b, host, limit=limit, offset=offset,
-                                 template_change=template_change)
-
-
-def cached_site_diff(store: Store, run_a: int, run_b: int, host: str | None, *, limit: int, offset: int,
-                     template_change: str | None = None):
-    """`Store.site_diff`, cached until the store changes: paging back reruns nothing."""
-    return _site_diff(str(store.path), _version(store), run_a, run_b, host, limit, offset, template_change)
 
 
 def query_to_state(key: str, name: str, valid, convert=str, default=None) -> None:

@@ -16,19 +16,22 @@ What is measured:
    every view, Site (the latest two runs), Overview, Compare (default URL), Trends,
    Boilerplate and Export, one AppTest per view, the views interleaved round by round, each
    against the 300 ms target; then the store calls behind Overview and Boilerplate, each
-   alone. A warm rerun of Site finds its `Store.site_diff` in Streamlit's cache (paging
-   back and forth, or a second visitor); its first computation is the cold measure below.
+   alone. A warm rerun finds the view's store reads in Streamlit's cache (keyed on the
+   store file's version: any commit makes new entries), as every widget change does.
    The same section measures Site cold, in a new process per measure, two peers
    interleaved round by round:
    - the Site view: `python -c` that makes an AppTest of app.py on the store and runs it
-     once, which lands on Site and compares the latest two runs. Timed from just before
-     the parent starts the process until that run returns with the view drawn: Python's
-     start, the imports (Streamlit, cdc), app.py, the store's runs, `Store.site_diff`
-     with nothing cached (no Streamlit cache, a new DuckDB connection) and the view's
-     widgets. The process reports when its imports ended, so the table splits the two;
-   - `Store.site_diff` alone (the latest two runs, 50 pages, template flags included),
-     timed inside a new process around the call only: the library's share of the above.
-   The OS file cache stays warm (the file was just read): cold means a new process.
+     once, which lands on Site and compares the latest two runs; then clears Streamlit's
+     caches and runs a second AppTest of app.py. The second run is the target: the first
+     visit to the Site view in a running app (Streamlit and cdc imported, as a server has
+     them), with nothing cached: every store read, `Store.site_diff` included, opens the
+     file anew (a new DuckDB database each call: its buffers are empty). For context, the
+     first run is timed from just before the parent starts the process until it returns
+     with the view drawn (Python's start, the imports, app.py, the reads): a server's
+     start, which the first launch (section 3) measures as a user sees it;
+   - `Store.site_diff` alone (the latest two runs, 50 pages), timed inside a new process
+     around the call only: the library's share of the above.
+   The OS file cache stays warm (the file was just read).
 3. First launch on a fresh machine: `streamlit run app.py` in a new temporary directory
    (no data/, so the app builds the demo store data/demo.duckdb), Numba's cache empty
    (NUMBA_CACHE_DIR = a new directory), then again with that cache filled. Debian's
@@ -497,8 +500,8 @@ def measure_big_store(runs: int, pages: int, rebuild: bool, cold_runs: int
 # The Site view cold: a new process makes an AppTest of app.py on the store and runs it once
 # (the landing page: Site, the latest two runs). It prints when its imports ended and when the
 # run returned (wall clock, for the parent to subtract its start from) and what the view shows;
-# then, for context, the seconds of a second AppTest's run with Streamlit's caches cleared:
-# the view with its data cold and the process warm.
+# then the seconds of the same app's next run with Streamlit's caches cleared (the view with
+# its data cold and the process warm: the target) and what that run shows.
 COLD_SITE_SCRIPT = """
 import time
 imports_from = time.time()
@@ -507,21 +510,28 @@ sys.path.insert(0, os.environ["CDC_BENCH_ROOT"])
 sys.argv = ["streamlit"]
 from streamlit.testing.v1 import AppTest
 imported = time.time()
+
+
+def shown(app):
+    return {
+        "exception": [str(e.value) for e in app.exception], "error": [str(e.value) for e in app.error],
+        "titles": [t.value for t in app.title], "metrics": {m.label: m.value for m in app.metric},
+        "runs": [app.selectbox(key=k).value for k in ("site-a", "site-b")] if app.selectbox else None,
+        "listed": [len(frame.value) for frame in app.dataframe if "open" in frame.value.columns]}
+
+
 app = AppTest.from_file(os.path.join(os.environ["CDC_BENCH_ROOT"], "app.py"), default_timeout=600)
 app.run()
 ran = time.time()
+first = shown(app)
 import streamlit as st
 st.cache_data.clear()
-again = AppTest.from_file(os.path.join(os.environ["CDC_BENCH_ROOT"], "app.py"), default_timeout=600)
+st.cache_resource.clear()
 started = time.perf_counter()
-again.run()
+app.run()
 rerun = time.perf_counter() - started
-print(json.dumps({
-    "imports_from": imports_from, "imported": imported, "ran": ran, "rerun": rerun,
-    "exception": [str(e.value) for e in app.exception], "error": [str(e.value) for e in app.error],
-    "titles": [t.value for t in app.title], "metrics": {m.label: m.value for m in app.metric},
-    "runs": [app.selectbox(key=k).value for k in ("site-a", "site-b")] if app.selectbox else None,
-    "listed": [len(frame.value) for frame in app.dataframe if "open" in frame.value.columns]}))
+print(json.dumps({"imports_from": imports_from, "imported": imported, "ran": ran, "rerun": rerun,
+                  **first, "again": shown(app)}))
 """
 
 # `Store.site_diff` of the latest two finished runs in a new process, timed around the call.
@@ -574,25 +584,28 @@ def measure_cold_site(store: Path, pages: int, rounds: int) -> float:
                     or report["metrics"].get("Changed") != f"{pages:,}"
                     or report["listed"] != [min(pages, SITE_PAGE_SIZE)]):
                 fail(f"the cold Site view shows {report}")
+            again = report["again"]
+            if again != {key: report[key] for key in again}:
+                fail(f"the Site view with nothing cached shows {again}, not what it first showed")
             views.append({"total": report["ran"] - report["started"],
                           "start": report["imports_from"] - report["started"],
                           "imports": report["imported"] - report["imports_from"],
                           "run": report["ran"] - report["imported"], "exited": exited,
                           "rerun": report["rerun"]})
     print(f"Site cold: a new process per measure, {rounds} of each, interleaved (seconds):")
-    width = 62
+    width = 66
     print(f"  {'':<{width}} {'median':>8} {'spread (min-max)':>18}")
-    rows = [("Site view: process start to the view drawn (target)", [v["total"] for v in views]),
+    rows = [("Site view, first visit in a running app, nothing cached (target)", [v["rerun"] for v in views]),
+            ("Site view from the process's start to the view drawn", [v["total"] for v in views]),
             ("  Python's start, until the script's first line", [v["start"] for v in views]),
             ("  import Streamlit's AppTest", [v["imports"] for v in views]),
             ("  AppTest run: app.py (imports cdc), runs, site_diff, view", [v["run"] for v in views]),
-            ("  (until the process exited: a second run, below, and exit)", [v["exited"] for v in views]),
-            ("Site view again in that process, Streamlit's caches cleared", [v["rerun"] for v in views]),
+            ("  (until the process exited: the second run and exit)", [v["exited"] for v in views]),
             ("Store.site_diff alone, in a new process (the call only)", calls)]
     for label, seconds in rows:
         spread = f"{min(seconds):.2f} - {max(seconds):.2f}"
         print(f"  {label:<{width}} {statistics.median(seconds):>8.2f} {spread:>18}")
-    median = statistics.median(v["total"] for v in views)
+    median = statistics.median(v["rerun"] for v in views)
     print(f"target: Site view, latest two runs of {pages:,} pages: <= {TARGET_SITE_COLD_S:g} s cold: "
           f"{median:.2f} s  {verdict(median <= TARGET_SITE_COLD_S)}")
     print()
@@ -814,7 +827,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                               ms(median), median <= TARGET_VIEW_S))
     targets.append(Target(f"Site view, latest two runs of {args.pages:,} pages: <= {TARGET_SITE_COLD_S:g} s "
                           "cold", f"{site_cold:.2f} s", site_cold <= TARGET_SITE_COLD_S,
-                          "new process: start to view drawn"))
+                          "first visit in a running app, nothing cached"))
     os.environ.pop("CDC_DB", None)
     cold, warm, skipped = measure_first_launch(args.launches)
     label = f"First launch, demo build included, until the landing page: <= {TARGET_LAUNCH_S:g} s"

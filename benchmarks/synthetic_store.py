@@ -27,7 +27,10 @@ writes the same tables directly, through DuckDB from Arrow, in the layout ingest
   stored uncompressed for the generations within retention, as the store keeps it.
 - Between crawls each page changes (identical content makes no generation): a minor edit
   (55%), an inserted chunk (15%), a deleted chunk (5%), a rewrite of its own chunks (20%),
-  or a different page, template included (5%). `changes` rows carry the measures those
+  or a different page, template included (5%). In the last crawl the pages of every
+  `TEMPLATE_EVERY`th host change only their header, to one new header per host: a site-wide
+  template change, which the store's end-of-run count flags template-only (every other
+  flag is counted the same way, by `Store.refresh_templates`). `changes` rows carry the measures those
   chunk lists give (Jaccard similarity, byte shares kept; a few words for a minor edit)
   and the verdict `cdc.Thresholds` gives them.
 
@@ -47,7 +50,7 @@ import random
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -71,7 +74,7 @@ from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPo
 from cdc.store.runs import RUN_COUNTS
 from cdc.versions import capture_id
 
-BUILDER_VERSION = 2  # bump when the generated data changes, so cached stores are rebuilt
+BUILDER_VERSION = 3  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored
 
 SHARED_CHUNKS = 8  # passages found on every host; each page carries one with probability 1/2
@@ -84,6 +87,7 @@ RUN_TAKES = timedelta(minutes=10)
 THRESHOLDS = cdc.Thresholds()
 CHANGE_KINDS = ("minor", "insert", "delete", "rewrite", "different_page")
 CHANGE_WEIGHTS = (55, 15, 5, 20, 5)
+TEMPLATE_EVERY = 10  # in the last crawl, every tenth host's pages change their header alone
 
 Piece = tuple[bytes, int, int]  # one chunk: digest, length, offset of its text in the pool
 
@@ -401,11 +405,17 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                 start = CRAWL_START + (run - 1) * CRAWL_EVERY
                 fetched: list[datetime] = [start] * pages
                 changes: list[dict | None] = [None] * pages
+                headers = ({host: pieces.new(250, 450) for host in range(0, hosts, TEMPLATE_EVERY)}
+                           if run == generations > 1 else {})
                 for position, page in enumerate(order):
                     fetched[page] = start + timedelta(seconds=position * 2.5)
                     if run > 1:
                         old = versions[page].chunks()
-                        versions[page], kind = next_version(rng, pieces, versions[page])
+                        if page % hosts in headers:  # the host's template changed
+                            versions[page] = replace(versions[page], header=headers[page % hosts])
+                            kind = "template"
+                        else:
+                            versions[page], kind = next_version(rng, pieces, versions[page])
                         changes[page] = measures(rng, old, versions[page].chunks(), kind, pool)
                 if run == 1:
                     first_seen = list(fetched)
@@ -435,6 +445,9 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             connection.execute("CHECKPOINT")
         finally:
             connection.close()
+        store = Store(building)
+        with store.writing() as writer:  # as each run's end does, once for the whole store
+            store.refresh_templates(writer)
         os.replace(building, path)
     return BuildResult(path, time.perf_counter() - started, path.stat().st_size, pages,
                        pages * generations, chunk_rows, text_bytes)

@@ -125,6 +125,22 @@ SCHEMA_2_ROWS = [
 ]
 
 
+def as_schema_3(path: Path) -> None:
+    """Rewrite a store in the layout of schema 3: no stored templates or template-only flags,
+    as the cdc of crawl runs made it."""
+    with duckdb.connect(str(path)) as connection:
+        indexes = connection.execute(
+            "SELECT sql FROM duckdb_indexes() WHERE table_name = 'changes'").fetchall()
+        for (statement,) in indexes:  # DuckDB drops no column of a table under an index
+            connection.execute(f"DROP INDEX {statement.split()[2]}")
+        connection.execute("ALTER TABLE changes DROP COLUMN template_only")
+        for (statement,) in indexes:
+            connection.execute(statement)
+        connection.execute("DROP TABLE host_templates")
+        connection.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        connection.execute("CHECKPOINT")
+
+
 def as_schema_2(path: Path) -> None:
     """Rewrite a store in the layout of schema 2: generations numbered 1, 2, 3 per page in
     their order, and no fetches, runs, first runs, measures or templates, as cdc made it before."""

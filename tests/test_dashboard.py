@@ -185,6 +185,27 @@ def test_overview_shows_the_store(app, store_path):
     assert metrics["Pages"] == f"{stats['pages']:,}" and metrics["Hosts"] == "2"
 
 
+def test_a_rerun_after_an_ingest_shows_the_new_pages(tmp_path, monkeypatch):
+    """The views' reads are cached, but never past a writer's commit."""
+    path = tmp_path / "cdc.duckdb"
+    records = crawlgen.crawl(hosts=2, pages=4, versions=2)
+    Ingester(Store(path)).run(iter_jsonl(io.BytesIO("".join(json.dumps(r) + "\n" for r in records).encode()),
+                                         "first.jsonl"))
+    monkeypatch.setenv("CDC_DB", str(path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = open_page(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60), "views/overview.py")
+    assert {m.label: m.value for m in app.metric}["Pages"] == "8"
+    app.run()  # a rerun with nothing new: the same, read from the cache
+    assert {m.label: m.value for m in app.metric}["Pages"] == "8"
+    more = [crawlgen.record("https://new.example/page", 0, crawlgen.page_versions(5, 1)[0])]
+    Ingester(Store(path)).run(iter_jsonl(io.BytesIO("".join(json.dumps(r) + "\n" for r in more).encode()),
+                                         "second.jsonl"))
+    app.run()
+    assert not app.exception
+    assert {m.label: m.value for m in app.metric}["Pages"] == "9"
+    assert {m.label: m.value for m in app.metric}["Hosts"] == "3"
+
+
 def test_a_link_to_a_generation_past_retention_says_so(app, store_path):
     url = "https://shop1.example/item/2"
     numbers = [g.generation for g in Store(store_path).generations(url)]

@@ -22,6 +22,7 @@ from tests import crawlgen
 from tests.storerows import (
     as_schema_1,
     as_schema_2,
+    as_schema_3,
     consistency_problems,
     layout,
     store_rows,
@@ -106,6 +107,23 @@ def test_an_older_store_is_upgraded_when_first_opened_and_reads_as_a_store_made_
     assert without_runs(store_rows(old.path), True) == without_runs(store_rows(new.path), True)
     assert compare_generations(old, key).report == compare_generations(new, key).report
     assert consistency_problems(old.path) == dict.fromkeys(consistency_problems(old.path), 0)
+
+
+def test_a_store_of_schema_3_gets_its_templates_and_flags_counted_when_first_opened(tmp_path, crawl):
+    new = Store(tmp_path / "new.duckdb")
+    for records in crawl[:2]:
+        _ingest(new, records)
+    assert any(row.template_only is not None for row in new.changes())
+    old = Store(shutil.copy(new.path, tmp_path / "old.duckdb"))
+    as_schema_3(old.path)
+    assert layout(old.path)[0] == "3"
+    assert old.changes() == new.changes()  # a reader upgrades it: the flags as a store made now
+    assert layout(old.path)[0] == str(SCHEMA_VERSION)
+    assert store_rows(old.path) == store_rows(new.path)
+    with duckdb.connect(str(old.path), read_only=True) as connection:
+        upgraded = connection.execute("SELECT * FROM host_templates ORDER BY ALL").fetchall()
+    with duckdb.connect(str(new.path), read_only=True) as connection:
+        assert upgraded == connection.execute("SELECT * FROM host_templates ORDER BY ALL").fetchall() != []
 
 
 def test_an_upgrade_stopped_midway_leaves_the_store_as_it_was(tmp_path, crawl, monkeypatch):

@@ -1,6 +1,7 @@
 """The benchmarks' synthetic store (`benchmarks/synthetic_store.py`), written in bulk, holds what
-ingest would leave: a consistent store of schema 3, generations numbered by capture time, a
-finished run per crawl whose `page_runs` make `Store.site_diff` agree with the change rows."""
+ingest would leave: a consistent store of this schema, generations numbered by capture time, a
+finished run per crawl whose `page_runs` make `Store.site_diff` agree with the change rows, and
+the template-only flags of a site-wide template change."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def test_generations_are_numbered_by_capture_time_and_first_seen_by_their_crawl(
     for key, generation, fetched_at, *_, first_run in rows["generations"]:
         assert generation == capture_id(fetched_at)
         assert (key, fetched_at, first_run) in {(k, f, run) for k, f, _, run, _ in rows["fetches"]}
-    assert {row[-1] for row in rows["changes"] if row[2] is not None} == {"edits"}
-    assert {row[-1] for row in rows["changes"] if row[2] is None} == {None}
+    measure = -2  # then template_only
+    assert {row[measure] for row in rows["changes"] if row[2] is not None} == {"edits"}
+    assert {row[measure] for row in rows["changes"] if row[2] is None} == {None}
     runs = Store(synthetic.path).runs()
     assert [run.run for run in runs] == [3, 2, 1] and all(run.finished for run in runs)
     assert [(run.pages, run.new_pages, run.changed) for run in runs] == [
@@ -53,10 +55,17 @@ def test_the_site_diff_of_its_last_two_runs_agrees_with_its_change_rows(syntheti
         assert page.previous_generation == page.generation_a
         assert (page.verdict, page.bytes_added, page.bytes_removed, page.excerpt) == (
             row.verdict, row.bytes_added, row.bytes_removed, row.excerpt)
-        verdicts[row.verdict] = verdicts.get(row.verdict, 0) + 1
+        if not row.template_only:
+            verdicts[row.verdict] = verdicts.get(row.verdict, 0) + 1
     assert sum(diff.verdicts.values()) + diff.template_only == PAGES
-    assert diff.template_only == 0 and diff.verdicts == {
-        verdict: verdicts[verdict] for verdict in diff.verdicts}
+    # Host 0 changed its header on every page, and nothing else: one template change. A page
+    # that became a different page before (a header of its own) is not template-only.
+    on_host_0 = {page.natural_key for page in diff.pages if page.host == "www.site000.example.com"}
+    flagged = {page.natural_key for page in diff.pages if page.template_only}
+    assert len(on_host_0) == PAGES // HOSTS and flagged <= on_host_0 and len(flagged) >= 0.8 * len(on_host_0)
+    (group,) = diff.template_changes
+    assert (group.host, group.pages) == ("www.site000.example.com", len(flagged))
+    assert diff.template_only == len(flagged) and diff.verdicts == verdicts
 
 
 def test_the_same_parameters_give_the_same_store(synthetic, tmp_path):

@@ -11,7 +11,7 @@ import ui
 from cdc.errors import CdcError
 from cdc.figures import alignment_figure, compare_trend_figure
 from cdc.highlight import changes_list, side_by_side_html
-from cdc.queries import compare_generations, version_chunks
+from cdc.queries import version_chunks
 
 store = ui.current_store()
 st.title("Compare")
@@ -45,13 +45,14 @@ boilerplate_view = controls.segmented_control(
     "Boilerplate blocks in the texts", ["dimmed", "hidden"], key="bp-view", default="dimmed",
     disabled=not ignore_boilerplate) or "dimmed"
 # The callback runs before the next run, so the pickers above open at the clicked generation.
-trend.plotly_chart(compare_trend_figure(history, old, new), key="generation-trend", selection_mode="points",
+trend.plotly_chart(ui.memo(compare_trend_figure)(history, old, new), key="generation-trend",
+                   selection_mode="points",
                    on_select=lambda: ui.pick_from_trend("generation-trend", generations))
 trend.caption("Kept share and similarity of each generation against the one before; ringed: the two "
               "compared. Click a point to compare that generation with the one before it.")
 
 try:
-    result = compare_generations(store, url, old, new, ignore_boilerplate=ignore_boilerplate)
+    result = ui.cached_comparison(store, url, old, new, ignore_boilerplate)
 except CdcError as exc:
     ui.fail(str(exc))
 report = result.report

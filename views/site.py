@@ -14,6 +14,7 @@ import streamlit as st
 
 import ui
 from cdc.errors import CdcError
+from cdc.store.sitediff import latest_crawls
 
 PAGE_SIZE = 50
 SHOWN_TEMPLATE_CHANGES = 200
@@ -25,7 +26,7 @@ store = ui.current_store()
 st.title("What changed on the site")
 
 runs = store.runs()
-finished = store.latest_crawls(2)  # the earlier crawl first
+finished = latest_crawls(runs)  # the earlier crawl first
 if len(finished) < 2:
     st.info(f"This store holds {len(finished)} finished crawl run{'s' * (len(finished) != 1)}; this "
             "view compares two. Ingest each crawl as a run of its own, "
@@ -33,17 +34,16 @@ if len(finished) < 2:
     st.stop()
 
 by_id = {run.run: run for run in runs}
-captures = ui.cached_run_captures(store)
 
 
 def crawl_day(run: int) -> dt.date:
     """The day a run's crawl began (its first capture), else the day it was ingested."""
-    return captures[run][0].date() if run in captures else by_id[run].started_at.date()
+    return (by_id[run].crawled or by_id[run].started_at).date()
 
 
 def run_label(run: int) -> str:
     info, day = by_id[run], crawl_day(run)
-    last = captures[run][1].date() if run in captures else day
+    last = info.last_captured.date() if info.last_captured else day
     when = f"{day}" if last == day else f"{day} to {last}"
     return f"run {run} · {info.label} · {when}" + ("" if info.finished else " · did not finish")
 
@@ -112,8 +112,8 @@ wanted_group = st.query_params.get("group") or None
 
 def diff_at(page: int, group: str | None):
     try:
-        return ui.cached_site_diff(store, run_a, run_b, host or None, limit=PAGE_SIZE,
-                                   offset=(page - 1) * PAGE_SIZE, template_change=group)
+        return store.site_diff(run_a, run_b, host or None, limit=PAGE_SIZE,
+                               offset=(page - 1) * PAGE_SIZE, template_change=group)
     except CdcError as exc:
         ui.fail(str(exc))
 

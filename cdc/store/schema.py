@@ -50,9 +50,9 @@ from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
-# 3: generations numbered by capture time, the fetches and runs recorded, the hosts'
+# 3: generations numbered by capture time, the fetches and runs recorded; 4: the hosts'
 #    templates and the change rows' template-only flags stored.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
@@ -235,6 +235,13 @@ UPGRADE_TO_CAPTURE_IDS = [
          ON g.natural_key = p.natural_key AND g.generation = p.latest_generation""",
     "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
 ]
+# Schema 3 to 4: the flag's column and the templates' table (both there already after a
+# renumbering, which makes the tables as this cdc does); `_upgrade` then counts them.
+UPGRADE_TO_TEMPLATES = [
+    "ALTER TABLE changes ADD COLUMN IF NOT EXISTS template_only BOOLEAN",
+    next(statement for statement in SCHEMA if "host_templates" in statement),
+    "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+]
 
 SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
 
@@ -303,14 +310,19 @@ class Schema:
         """An older layout made current in one transaction (killed midway, the store is as it
         was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
-        the fetches the store knew of are recorded, and the templates and template-only flags
-        counted. A rewrite of the tables: seconds for a million rows."""
+        and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
+        and the template-only flags are counted (`cdc.store.templates`). A rewrite of the
+        tables: seconds for a million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
             if version < 2:
                 for statement in UPGRADE_TO_LISTS:
                     connection.execute(statement)
-            self._renumber(connection)
+            if version < 3:
+                self._renumber(connection)
+            for statement in UPGRADE_TO_TEMPLATES:
+                connection.execute(statement)
+            self._refresh_templates(connection, "SELECT natural_key FROM pages")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
@@ -337,7 +349,6 @@ class Schema:
         connection.unregister("renumbered")
         for table in RENUMBERED_TABLES:
             connection.execute(f"DROP TABLE old_{table}")
-        self._refresh_templates(connection, "SELECT natural_key FROM pages")
 
     def _check_meta(self, connection: duckdb.DuckDBPyConnection) -> int:
         """The store's schema version, once its meta rows are checked against this cdc."""

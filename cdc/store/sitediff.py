@@ -29,10 +29,11 @@ DEFAULT_PAGE_SIZE = 50
 TEMPLATE_EXAMPLES = 3  # pages a template change names
 CHANGE_VERDICTS = ("minor", "rewrite", "different_page", "changed")  # smallest first; changed: unmeasured
 
-# The runs' columns, and when each one's crawl began: its first capture (a run ingests a
-# crawl that may be older than the runs before it: a backfill).
+# The runs' columns, and when each one's crawl began and ended: its first and last capture
+# (a run ingests a crawl that may be older than the runs before it: a backfill).
 _RUN_COLUMNS = ("run, label, started_at, ended_at, inputs, " + ", ".join(RUN_COUNTS)
-                + ", (SELECT min(fetched_at) FROM page_runs c WHERE c.run = runs.run) AS crawled")
+                + ", (SELECT min(fetched_at) FROM page_runs c WHERE c.run = runs.run) AS crawled"
+                + ", (SELECT max(fetched_at) FROM page_runs c WHERE c.run = runs.run) AS last_captured")
 
 # A page's latest fetch in one run (binds the run): a finished run has one row a page
 # (`finish_run` keeps the latest), a killed one may have a row per batch that saw the page.
@@ -95,6 +96,7 @@ class RunInfo:
     skipped: int | None
     failed: int | None
     crawled: datetime | None = None  # its first capture: when its crawl began (None: it saw no page)
+    last_captured: datetime | None = None  # its last capture: when its crawl ended
 
     @property
     def crawl_order(self) -> tuple[datetime, int]:
@@ -198,10 +200,8 @@ class SiteDiffs:
     """Runs and what changed between two of them, mixed into `Store`."""
 
     def latest_crawls(self, count: int = 2) -> list[RunInfo]:
-        """The finished runs whose crawls began last, oldest of them first: what a site diff
-        compares by default (a backfill's run, however recent, holds an older crawl)."""
-        finished = [info for info in self.runs() if info.finished and info.crawled is not None]
-        return sorted(finished, key=lambda info: info.crawl_order)[-count:]
+        """The finished runs whose crawls began last, oldest of them first (`latest_crawls`)."""
+        return latest_crawls(self.runs(), count)
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
@@ -303,11 +303,19 @@ class SiteDiffs:
                         [ChangedPage(*row) for row in rows], offset)
 
 
+def latest_crawls(runs: list[RunInfo], count: int = 2) -> list[RunInfo]:
+    """Of `runs`, the finished ones whose crawls began last, oldest of them first: what a site
+    diff compares by default (a backfill's run, however recent, holds an older crawl)."""
+    finished = [info for info in runs if info.finished and info.crawled is not None]
+    return sorted(finished, key=lambda info: info.crawl_order)[-count:]
+
+
 def _verdict_order(item: tuple[str, int]) -> tuple[int, str]:
     verdict = item[0]
     return (CHANGE_VERDICTS.index(verdict) if verdict in CHANGE_VERDICTS else len(CHANGE_VERDICTS), verdict)
 
 
 def _run_info(row: tuple) -> RunInfo:
-    run, label, started_at, ended_at, inputs, *counts, crawled = row
-    return RunInfo(run, label, started_at, ended_at, tuple(inputs or ()), *counts, crawled=crawled)
+    run, label, started_at, ended_at, inputs, *counts, crawled, last_captured = row
+    return RunInfo(run, label, started_at, ended_at, tuple(inputs or ()), *counts, crawled=crawled,
+                   last_captured=last_captured)
