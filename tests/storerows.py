@@ -134,6 +134,7 @@ def as_schema_3(path: Path) -> None:
         for (statement,) in indexes:  # DuckDB drops no column of a table under an index
             connection.execute(f"DROP INDEX {statement.split()[2]}")
         connection.execute("ALTER TABLE changes DROP COLUMN template_only")
+        connection.execute("ALTER TABLE changes DROP COLUMN template_edit")
         for (statement,) in indexes:
             connection.execute(statement)
         connection.execute("DROP TABLE host_templates")

@@ -227,8 +227,8 @@ def test_parquet_lake_holds_the_rows_of_the_store(client, tmp_path, shards):
             if table == "content_chunks":  # of retained generations only, as the store's view
                 retained = {row[:2] for row in stored["content_chunks"]}
                 read = [row for row in read if row[:2] in retained]
-            # A change row's template-only flag is set at the run's end, not by the batch.
-            expected = [row[:-1] for row in stored[table]] if table == "changes" else stored[table]
+            # A change row's template-only flag and edit are set at the run's end, not by the batch.
+            expected = [row[:-2] for row in stored[table]] if table == "changes" else stored[table]
             assert sorted(read, key=repr) == expected
         hosts = connection.execute("SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true) "
                                    "ORDER BY host", [str(lake / "changes" / "*" / "*.parquet")]).fetchall()

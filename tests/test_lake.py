@@ -29,8 +29,9 @@ def test_the_lake_holds_what_each_run_wrote_and_runs_add_up(tmp_path):
     for source in (first, second):
         assert main(["--db", str(db), "ingest", "--processes", "1", "--quiet",
                      "--parquet-out", str(lake), str(source)]) == EXIT_OK
-    # Changes are kept for good; their template-only flag is set at a run's end, not by a batch.
-    assert read(lake, "changes") == [row[:-1] for row in stored(db, "changes")]
+    # Changes are kept for good; their template-only flag and edit are set at a run's end, not
+    # by a batch.
+    assert read(lake, "changes") == [row[:-2] for row in stored(db, "changes")]
     assert len(read(lake, "generations")) == len(stored(db, "generations")) == 2 * 4 * 4
     assert sorted(path.name for path in (lake / "generations").iterdir()) == ["host=shop0.example",
                                                                                "host=shop1.example"]

@@ -32,7 +32,7 @@ def test_generations_are_numbered_by_capture_time_and_first_seen_by_their_crawl(
     for key, generation, fetched_at, *_, first_run in rows["generations"]:
         assert generation == capture_id(fetched_at)
         assert (key, fetched_at, first_run) in {(k, f, run) for k, f, _, run, _ in rows["fetches"]}
-    measure = -2  # then template_only
+    measure = -3  # then template_only and template_edit
     assert {row[measure] for row in rows["changes"] if row[2] is not None} == {"edits"}
     assert {row[measure] for row in rows["changes"] if row[2] is None} == {None}
     runs = Store(synthetic.path).runs()

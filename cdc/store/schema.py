@@ -21,7 +21,8 @@ Tables (all times UTC):
 - `changes`: one row per generation, kept for good (it holds no content beyond a short
   excerpt): the measures of the change from the previous generation, its verdict, and how it
   was measured (`measure`: edits, chunks, or digests when the previous text was gone), and
-  whether it is template-only (`template_only`, kept by `cdc.store.templates`).
+  whether it is template-only (`template_only`) and which edit of the template it makes
+  (`template_edit`), both kept by `cdc.store.templates`.
 - `host_templates`: one row per digest of a host's template (the boilerplate rule over every
   retained generation), as of the last run's end: what `template_only` is judged by.
 - `fetches`: one row per fetch of a page (time, content digest, the run that brought it and
@@ -127,7 +128,8 @@ SCHEMA = [
         verdict VARCHAR NOT NULL,
         excerpt VARCHAR,
         measure VARCHAR,
-        template_only BOOLEAN
+        template_only BOOLEAN,
+        template_edit VARCHAR
     )""",
     """CREATE TABLE IF NOT EXISTS host_templates (
         host VARCHAR NOT NULL,
@@ -215,7 +217,7 @@ UPGRADE_TO_CAPTURE_IDS = [
        JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation""",
     """INSERT INTO changes SELECT c.natural_key, r.generation, p.generation, c.fetched_at, c.similarity,
            c.unchanged_ratio, c.retained_ratio, c.bytes_added, c.bytes_removed, c.regions, c.verdict,
-           c.excerpt, NULL, NULL FROM old_changes c
+           c.excerpt, NULL, NULL, NULL FROM old_changes c
        JOIN renumbered r ON r.natural_key = c.natural_key AND r.old = c.generation
        LEFT JOIN renumbered p ON p.natural_key = c.natural_key AND p.old = c.previous_generation""",
     """INSERT INTO pages SELECT p.natural_key, p.url, p.host, p.retention_class, r.generation,
@@ -239,6 +241,7 @@ UPGRADE_TO_CAPTURE_IDS = [
 # renumbering, which makes the tables as this cdc does); `_upgrade` then counts them.
 UPGRADE_TO_TEMPLATES = [
     "ALTER TABLE changes ADD COLUMN IF NOT EXISTS template_only BOOLEAN",
+    "ALTER TABLE changes ADD COLUMN IF NOT EXISTS template_edit VARCHAR",
     next(statement for statement in SCHEMA if "host_templates" in statement),
     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
 ]

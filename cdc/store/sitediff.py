@@ -61,7 +61,8 @@ def _both_runs(a: RunInfo, b: RunInfo, host: str | None) -> tuple[str, list]:
 # that need them (a string carried through this grouping cost a third more).
 _CHANGED_ROWS = """
     SELECT c.natural_key, s.generation_a, c.generation, c.previous_generation, c.verdict, c.template_only,
-           c.bytes_added, c.bytes_removed, c.unchanged_ratio, c.retained_ratio, c.excerpt, c.measure
+           c.bytes_added, c.bytes_removed, c.unchanged_ratio, c.retained_ratio, c.excerpt, c.measure,
+           c.template_edit
     FROM (SELECT x.natural_key,
                  max(g.generation) FILTER (WHERE g.fetched_at <= x.fetched_a) AS generation_a,
                  max(g.generation) FILTER (WHERE g.fetched_at <= x.fetched_b) AS generation_b
@@ -151,20 +152,21 @@ class ChangedPage:
 
 @dataclass(frozen=True)
 class TemplateChange:
-    """Template-only changes on one host that say the same (their excerpt): one edit of the
-    site's template, on many pages."""
+    """Template-only changes on one host that make the same edit (the same template chunks
+    gained and lost: `changes.template_edit`): one edit of the site's template, on many pages."""
 
     host: str
-    excerpt: str | None
+    excerpt: str | None  # what most of its pages' change rows say changed
     pages: int
     sample: str  # the natural key of one of the pages, for a Compare link
     examples: tuple[str, ...] = ()  # the first few of its pages' natural keys, `sample` first
+    edit: str | None = None  # its `template_edit`
 
     @property
     def key(self) -> str:
-        """A short stable name of this change (its host and excerpt), for a link that lists its
+        """A short stable name of this change (its host and edit), for a link that lists its
         pages: `site_diff(..., template_change=key)`."""
-        return xxhash.xxh3_64_hexdigest(f"{self.host}\0{self.excerpt or ''}".encode())[:12]
+        return xxhash.xxh3_64_hexdigest(f"{self.host}\0{self.edit or ''}".encode())[:12]
 
 
 @dataclass(frozen=True)
@@ -283,20 +285,25 @@ class SiteDiffs:
                 GROUP BY verdict""").fetchall(), key=_verdict_order))
             (changed, template_only), = connection.execute(
                 "SELECT count(*), count(*) FILTER (WHERE template_only) FROM site_changes").fetchall()
-            groups = [TemplateChange(host_, excerpt, pages, examples[0], tuple(examples))
-                      for host_, excerpt, pages, examples in connection.execute("""
-                SELECT p.host, s.excerpt, count(*) AS pages, min(s.natural_key, ?)
-                FROM site_changes s JOIN pages p USING (natural_key) WHERE s.template_only
-                GROUP BY p.host, s.excerpt ORDER BY pages DESC, p.host, s.excerpt""",
-                                                                  [TEMPLATE_EXAMPLES]).fetchall()]
+            # One group per edit of a host's template; its excerpt the one most of its pages
+            # give (of those, the first in order), its examples the first pages in key order.
+            groups = [TemplateChange(host_, excerpt, pages, examples[0], tuple(examples), edit)
+                      for host_, edit, excerpt, pages, examples in connection.execute("""
+                SELECT host, template_edit, first(excerpt ORDER BY n DESC, excerpt NULLS LAST),
+                       sum(n)::BIGINT AS pages, list_slice(list_sort(flatten(list(keys))), 1, ?)
+                FROM (SELECT p.host, s.template_edit, s.excerpt, count(*) AS n, min(s.natural_key, ?) AS keys
+                      FROM site_changes s JOIN pages p USING (natural_key) WHERE s.template_only
+                      GROUP BY ALL)
+                GROUP BY host, template_edit ORDER BY pages DESC, host, template_edit""",
+                                                                        [TEMPLATE_EXAMPLES] * 2).fetchall()]
             where, values = "", []
             if template_change is not None:
                 chosen = next((group for group in groups if group.key == template_change), None)
-                where = """WHERE template_only AND excerpt IS NOT DISTINCT FROM ?
+                where = """WHERE template_only AND template_edit = ?
                              AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)"""
-                values = [chosen.excerpt, chosen.host] if chosen else [None, None]  # None: no rows
+                values = [chosen.edit, chosen.host] if chosen else [None, None]  # None: no rows
             rows = connection.execute(f"""
-                SELECT natural_key, p.url, p.host, s.* EXCLUDE (natural_key)
+                SELECT natural_key, p.url, p.host, s.* EXCLUDE (natural_key, template_edit)
                 FROM (SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) s
                 JOIN pages p USING (natural_key) {_LARGEST_FIRST}""", [*values, limit, offset]).fetchall()
         return SiteDiff(a, b, host, new, gone, changed, unchanged, verdicts, template_only, groups,

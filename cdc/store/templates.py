@@ -7,7 +7,9 @@ the navigation a site-wide change replaced still counts as template on the old s
 row is template-only (`changes.template_only`) when every chunk digest whose count differs
 between its two generations (added, removed, or one copy of a repeated chunk more or fewer)
 is in its host's template; NULL (unknown) for a first sighting, or where either generation's
-chunk list is no longer retained.
+chunk list is no longer retained. A template-only row also names its edit
+(`changes.template_edit`, the digest of those count differences): the pages of a host that
+carry one edit of its template share it, which is what a site diff groups them by.
 
 Both are computed from the retained chunk lists, so they are refreshed wherever those lists,
 or a host's pages, change, in the same transaction: at a run's end after its retention trim
@@ -59,16 +61,20 @@ _WANTED_LISTS = """
     SELECT p.host, l.natural_key, l.generation, l.digests
     FROM chunk_lists l SEMI JOIN wanted USING (natural_key, generation) JOIN pages p USING (natural_key)"""
 
-# The flag of every change row of the pages in `stale_pages`. A row is counted again when it
-# has none yet (a writer inserts a row, or re-chunks its generations, without one) or its
-# page holds a digest that moved in or out of the template (`moved_pages`); another row
-# keeps its flag, unless the trim took one of its generations' chunk lists (then unknown).
-# Counted, a row is template-only when its two generations' digests differ as multisets
-# while their non-template digests do not: every changed digest is template. Unknown when
-# either generation has no chunks (not retained, or an empty text), and for a first sighting.
+# The flag of every change row of the pages in `stale_pages`, and the edit a template-only
+# row makes. A row is counted again when it has no flag yet (a writer inserts a row, or
+# re-chunks its generations, without one) or its page holds a digest that moved in or out of
+# the template (`moved_pages`); another row keeps its flag and edit, unless the trim took one
+# of its generations' chunk lists (then unknown). Counted, a row is template-only when its two
+# generations' digests differ as multisets while their non-template digests do not: every
+# changed digest is template. Unknown when either generation has no chunks (not retained, or
+# an empty text), and for a first sighting. Its edit (`template_edit`) names that multiset
+# difference, each changed digest with how many copies it gained or lost, so the pages that
+# carry one edit of the template share it (the excerpts do not: the exact edits around a
+# template block can take in a word of the page's own).
 FRESH_FLAGS = f"""
     WITH stale_rows AS (
-        SELECT natural_key, generation, previous_generation, template_only,
+        SELECT natural_key, generation, previous_generation, template_only, template_edit,
                previous_generation IS NOT NULL AND (template_only IS NULL OR natural_key IN
                    (SELECT natural_key FROM moved_pages)) AS recount
         FROM changes WHERE natural_key IN (SELECT natural_key FROM stale_pages)
@@ -77,26 +83,47 @@ FRESH_FLAGS = f"""
         SELECT natural_key, generation FROM stale_rows WHERE recount
         UNION SELECT natural_key, previous_generation FROM stale_rows WHERE recount
     ),
+    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS)}),
     -- Each wanted generation's digests, sorted, and its non-template ones.
     sides AS (
         SELECT c.natural_key, c.generation, list_sort(list(c.digest)) AS chunks,
                list_sort(coalesce(list(c.digest) FILTER (WHERE t.digest IS NULL), [])) AS rest
-        FROM {_digests_of(_WANTED_LISTS)} c
+        FROM wanted_digests c
         LEFT JOIN host_templates t ON t.host = c.host AND t.digest = c.digest
         GROUP BY c.natural_key, c.generation
     ),
+    -- Each recounted row's changed digests: copies gained (> 0) or lost (< 0).
+    deltas AS (
+        SELECT x.natural_key, x.generation, d.digest,
+               sum(CASE WHEN d.generation = x.generation THEN 1 ELSE -1 END) AS delta
+        FROM stale_rows x JOIN wanted_digests d ON d.natural_key = x.natural_key
+         AND (d.generation = x.generation OR d.generation = x.previous_generation)
+        WHERE x.recount
+        GROUP BY ALL HAVING sum(CASE WHEN d.generation = x.generation THEN 1 ELSE -1 END) <> 0
+    ),
+    edits AS (
+        SELECT natural_key, generation,
+               md5(string_agg(hex(digest) || ':' || delta, ',' ORDER BY digest)) AS edit
+        FROM deltas GROUP BY ALL
+    ),
     held AS (SELECT natural_key, generation FROM chunk_lists
-             WHERE natural_key IN (SELECT natural_key FROM stale_pages))
-    SELECT x.natural_key, x.generation,
-           CASE WHEN x.recount THEN CASE WHEN n.chunks IS NOT NULL AND o.chunks IS NOT NULL
-                                         THEN n.chunks <> o.chunks AND n.rest = o.rest END
-                WHEN hn.generation IS NOT NULL AND ho.generation IS NOT NULL THEN x.template_only
-           END AS template_only
-    FROM stale_rows x
-    LEFT JOIN sides n ON n.natural_key = x.natural_key AND n.generation = x.generation
-    LEFT JOIN sides o ON o.natural_key = x.natural_key AND o.generation = x.previous_generation
-    LEFT JOIN held hn ON hn.natural_key = x.natural_key AND hn.generation = x.generation
-    LEFT JOIN held ho ON ho.natural_key = x.natural_key AND ho.generation = x.previous_generation
+             WHERE natural_key IN (SELECT natural_key FROM stale_pages)),
+    flags AS (
+        SELECT x.natural_key, x.generation, e.edit, x.template_edit AS kept_edit,
+               CASE WHEN x.recount THEN CASE WHEN n.chunks IS NOT NULL AND o.chunks IS NOT NULL
+                                             THEN n.chunks <> o.chunks AND n.rest = o.rest END
+                    WHEN hn.generation IS NOT NULL AND ho.generation IS NOT NULL THEN x.template_only
+               END AS template_only
+        FROM stale_rows x
+        LEFT JOIN sides n ON n.natural_key = x.natural_key AND n.generation = x.generation
+        LEFT JOIN sides o ON o.natural_key = x.natural_key AND o.generation = x.previous_generation
+        LEFT JOIN held hn ON hn.natural_key = x.natural_key AND hn.generation = x.generation
+        LEFT JOIN held ho ON ho.natural_key = x.natural_key AND ho.generation = x.previous_generation
+        LEFT JOIN edits e ON e.natural_key = x.natural_key AND e.generation = x.generation
+    ),
+    SELECT natural_key, generation, template_only,
+           CASE WHEN template_only THEN coalesce(edit, kept_edit) END AS template_edit
+    FROM flags
 """
 
 
@@ -142,9 +169,11 @@ class Templates:
             connection.execute("INSERT INTO stale_pages SELECT natural_key FROM moved_pages")
         connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_flags AS {FRESH_FLAGS}")
         connection.execute("""
-            UPDATE changes SET template_only = f.template_only FROM fresh_flags f
+            UPDATE changes SET template_only = f.template_only, template_edit = f.template_edit
+            FROM fresh_flags f
             WHERE changes.natural_key = f.natural_key AND changes.generation = f.generation
-              AND changes.template_only IS DISTINCT FROM f.template_only""")
+              AND (changes.template_only IS DISTINCT FROM f.template_only
+                   OR changes.template_edit IS DISTINCT FROM f.template_edit)""")
         for table in ("touched_hosts", "host_size", "fresh_templates", "template_moves", "stale_pages",
                       "moved_pages", "fresh_flags"):
             connection.execute(f"DROP TABLE {table}")

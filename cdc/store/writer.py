@@ -216,8 +216,8 @@ class Writer:
                 FROM (SELECT natural_key, generation, len(lengths) AS chunks FROM migrated_chunks) n
                 WHERE generations.natural_key = n.natural_key AND generations.generation = n.generation
             """)
-            connection.execute("UPDATE changes SET template_only = NULL WHERE natural_key IN "
-                               "(SELECT natural_key FROM migrated_keys)")
+            connection.execute("UPDATE changes SET template_only = NULL, template_edit = NULL "
+                               "WHERE natural_key IN (SELECT natural_key FROM migrated_keys)")
             connection.execute("""
                 UPDATE changes SET similarity = m.similarity, unchanged_ratio = m.unchanged_ratio,
                        retained_ratio = m.retained_ratio, bytes_added = m.bytes_added,
