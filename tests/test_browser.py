@@ -242,6 +242,22 @@ def test_a_move_is_joined_across_and_the_boilerplate_is_dimmed_then_hidden(serve
     assert shot.stat().st_size > 10_000
 
 
+# The traces of the Compare view's trend (the figure with a "compared" trace), by name, once
+# it is drawn.
+TREND_TRACES = """async () => {
+  for (let tries = 0; tries < 600; tries++) {
+    const plot = [...document.querySelectorAll(".js-plotly-plot")]
+        .find((element) => (element.data || []).some((trace) => trace.name === "compared"));
+    if (plot) {
+      return Object.fromEntries(plot.data.map((trace) => [trace.name, {
+          customdata: Array.from(trace.customdata || []), text: Array.from(trace.text || [])}]));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return null;
+}"""
+
+
 def test_the_site_view_leads_to_a_template_change_s_pages_and_on_to_compare(server):
     from playwright.sync_api import expect
 
@@ -285,6 +301,10 @@ def test_the_site_view_leads_to_a_template_change_s_pages_and_on_to_compare(serv
         for text, marks in zip(texts, (frame.locator("del.cdc-del"), frame.locator("ins.cdc-ins"))):
             for mark in marks.all()[:10]:
                 assert mark.inner_text().strip() in text
-        # TODO(trend figure): Compare is getting a figure of the page's change over its
-        # generations (another branch). Once it is merged, assert it here: drawn, and holding
-        # these two generations. Not asserted before it exists.
+        # The page's trend beside the texts: every generation of the page, the two compared
+        # ringed "from" and "to" (read from the drawn Plotly figure's own data).
+        traces = compare.evaluate(TREND_TRACES)
+        generations = [g.generation for g in store.generations(first.natural_key)]
+        assert traces["kept share"]["customdata"] == generations
+        assert traces["compared"]["customdata"] == [first.generation_a, first.generation_b]
+        assert traces["compared"]["text"] == ["from", "to"]
