@@ -28,6 +28,7 @@ import pytest
 from cdc.demo import build_demo
 from cdc.queries import compare_generations
 from cdc.store import Store
+from ui import compare_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -258,6 +259,19 @@ TREND_TRACES = """async () => {
 }"""
 
 
+# Where on the screen the trend's point `index` of "kept share" is drawn (Plotly's own axes
+# turn the data into pixels).
+TREND_POINT = """(index) => {
+  const plot = [...document.querySelectorAll(".js-plotly-plot")]
+      .find((element) => (element.data || []).some((trace) => trace.name === "compared"));
+  const trace = plot._fullData.find((each) => each.name === "kept share");
+  const xaxis = plot._fullLayout.xaxis, yaxis = plot._fullLayout.yaxis;
+  const box = plot.getBoundingClientRect();
+  return [box.left + xaxis._offset + xaxis.d2p(trace.x[index]),
+          box.top + yaxis._offset + yaxis.d2p(trace.y[index])];
+}"""
+
+
 def test_the_site_view_leads_to_a_template_change_s_pages_and_on_to_compare(server):
     from playwright.sync_api import expect
 
@@ -308,3 +322,14 @@ def test_the_site_view_leads_to_a_template_change_s_pages_and_on_to_compare(serv
         assert traces["kept share"]["customdata"] == generations
         assert traces["compared"]["customdata"] == [first.generation_a, first.generation_b]
         assert traces["compared"]["text"] == ["from", "to"]
+        # A click on another retained generation's point compares it with the one before it.
+        retained = [g.generation for g in store.generations(first.natural_key) if g.retained]
+        clicked = next(number for number in retained[::-1]
+                       if compare_pair(retained, number) != (first.generation_a, first.generation_b))
+        x, y = compare.evaluate(TREND_POINT, generations.index(clicked))
+        compare.mouse.click(x, y)
+        older, newer = compare_pair(retained, clicked)
+        expect(compare).to_have_url(re.compile(rf"from={older}&to={newer}|to={newer}&from={older}"),
+                                    timeout=60_000)
+        picker = compare.get_by_role("combobox", name="To generation")
+        expect(picker).to_have_value(str(newer), timeout=60_000)
