@@ -248,3 +248,32 @@ def test_on_two_crawls_the_filters_round_trip(docs, monkeypatch):
     assert query(again) == shared
     assert again.number_input(key="site-page").value == 2
     assert pages_table(again).equals(pages_table(app)) and len(pages_table(again)) > 0
+
+
+VIEW_TITLES = {"views/overview.py": "Overview", "views/compare.py": "Compare", "views/trends.py": "Trends",
+               "views/boilerplate.py": "Boilerplate", "views/export.py": "Export change summaries"}
+
+
+@pytest.mark.parametrize("view", list(VIEW_TITLES))
+def test_on_two_crawls_every_other_view_shows_the_crawls(docs, monkeypatch, view):
+    """Each view on the two real crawls: its page, no error, and what it shows is the store's."""
+    path, manifest = docs
+    store = Store(path)
+    app = app_on(path, monkeypatch)
+    app.switch_page(view)
+    rerun(app)
+    assert [title.value for title in app.title] == [VIEW_TITLES[view]] and not app.error
+    if view == "views/overview.py":
+        assert metrics(app)["Pages"] == f"{store.stats()['pages']:,}"
+    if view in ("views/compare.py", "views/trends.py"):
+        # The picker lists the changed pages of the latest run, template-only ones left out:
+        # those of the site diff, the pages the docs were edited on among them.
+        picked = {option.split(" · ")[0] for option in app.selectbox(key="url").options}
+        diff = store.site_diff(1, 2, limit=10_000)
+        changed = {page.natural_key.split("://", 1)[-1] for page in diff.pages if not page.template_only}
+        edited = {canonical_url(page.url).split("://", 1)[-1] for page in manifest.edits()}
+        assert picked == changed and edited <= picked
+    if view == "views/compare.py":
+        assert "Verdict" in metrics(app)
+    if view == "views/boilerplate.py":
+        assert any(frame.value.shape[0] > 0 for frame in app.dataframe)  # the docs' navigation
