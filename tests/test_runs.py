@@ -20,6 +20,7 @@ from cdc.errors import RunError, RunNotFoundError
 from cdc.ingest import Ingester
 from cdc.sources import SourceRecord
 from cdc.store import Store
+from cdc.store.sitediff import _template_groups
 from tests import crawlgen
 from tests.httpserver import TestServer
 
@@ -295,3 +296,19 @@ def test_a_revisit_record_is_a_page_the_run_saw(tmp_path, db):
     diff = store.site_diff("first", "again")
     assert (diff.new, diff.not_seen_again, diff.changed, diff.unchanged) == (0, 0, 0, 1)
     assert store.run("again").pages == 1
+
+
+def test_template_changes_join_pages_by_their_edit_and_by_what_they_say():
+    rows = [  # host, edit, excerpt, pages, first keys
+        ("a.example", "e1", "+ banner", 60, ["a/1", "a/2", "a/3"]),
+        ("a.example", "e1", "+ banner | word", 3, ["a/7"]),  # the same edit, its excerpt took a word
+        ("a.example", "e2", "+ banner", 5, ["a/0"]),  # said the same, another edit (a title's line end)
+        ("a.example", "e3", "- footer", 2, ["a/4", "a/5"]),
+        ("b.example", "e1", "+ banner", 4, ["b/1"]),  # another host: its own change
+    ]
+    banner, host_b, footer = _template_groups(rows)
+    assert (banner.host, banner.pages, banner.excerpt) == ("a.example", 68, "+ banner")
+    assert banner.edits == ("e1", "e2")
+    assert banner.examples == ("a/0", "a/1", "a/2") and banner.sample == "a/0"
+    assert (host_b.host, host_b.pages, footer.pages, footer.excerpt) == ("b.example", 4, 2, "- footer")
+    assert len({banner.key, host_b.key, footer.key}) == 3

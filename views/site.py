@@ -140,21 +140,29 @@ for column, (label, count) in zip(second, [*counts, ("Template only", diff.templ
     column.metric(label, "-" if count is None else f"{count:,}")
 
 shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
-st.subheader(f"Template changes: {len(diff.template_changes):,}")
-if diff.template_changes:
-    st.caption("One edit of a host's template (the same text inserted, removed or replaced) on many of "
-               "its pages, shown once. *List its pages* lists them below.")
+# A template change is one edit on many pages; a block the host repeats, edited on one page
+# alone, is template-only too, but no edit of the site's template: it is counted apart.
+site_wide = [change for change in diff.template_changes if change.pages > 1]
+single = len(diff.template_changes) - len(site_wide)
+st.subheader(f"Template changes: {len(site_wide):,}")
+if site_wide:
+    st.caption("One edit of a host's template (the same template blocks inserted, removed or replaced) "
+               "on many of its pages, shown once. *List its pages* lists them below.")
     st.dataframe([{"host": change.host, "pages": change.pages,
                    "list": "?" + urlencode({**shared, "group": change.key}),
                    "what changed": change.excerpt, "examples": [ui.short_url(key) for key in change.examples]}
-                  for change in diff.template_changes[:SHOWN_TEMPLATE_CHANGES]],
+                  for change in site_wide[:SHOWN_TEMPLATE_CHANGES]],
                  column_config={"list": st.column_config.LinkColumn("list", display_text="List its pages"),
                                 "examples": st.column_config.ListColumn("examples")},
                  hide_index=True, key="site-template-changes")
-    if len(diff.template_changes) > SHOWN_TEMPLATE_CHANGES:
-        st.caption(f"The {SHOWN_TEMPLATE_CHANGES} on most pages of {len(diff.template_changes):,}.")
-else:
+    if len(site_wide) > SHOWN_TEMPLATE_CHANGES:
+        st.caption(f"The {SHOWN_TEMPLATE_CHANGES} on most pages of {len(site_wide):,}.")
+elif not single:
     st.caption("None: no changed page differs by its host's template alone.")
+if single:
+    st.caption(f"Also {single:,} template-only change{'s' * (single != 1)} on one page each: a block the "
+               "host repeats on other pages, edited on this page alone. They are among the changed pages "
+               "below, marked *template only*.")
 
 st.subheader("Changed pages, largest change first")
 options = ["", *groups]

@@ -153,20 +153,21 @@ class ChangedPage:
 @dataclass(frozen=True)
 class TemplateChange:
     """Template-only changes on one host that make the same edit (the same template chunks
-    gained and lost: `changes.template_edit`): one edit of the site's template, on many pages."""
+    gained and lost: `changes.template_edit`) or say the same (their excerpt): one edit of the
+    site's template, on many pages (`_template_groups`)."""
 
     host: str
     excerpt: str | None  # what most of its pages' change rows say changed
     pages: int
     sample: str  # the natural key of one of the pages, for a Compare link
     examples: tuple[str, ...] = ()  # the first few of its pages' natural keys, `sample` first
-    edit: str | None = None  # its `template_edit`
+    edits: tuple[str, ...] = ()  # its pages' `template_edit`s
 
     @property
     def key(self) -> str:
-        """A short stable name of this change (its host and edit), for a link that lists its
+        """A short stable name of this change (its host and edits), for a link that lists its
         pages: `site_diff(..., template_change=key)`."""
-        return xxhash.xxh3_64_hexdigest(f"{self.host}\0{self.edit or ''}".encode())[:12]
+        return xxhash.xxh3_64_hexdigest(f"{self.host}\0{','.join(map(str, self.edits))}".encode())[:12]
 
 
 @dataclass(frozen=True)
@@ -285,29 +286,58 @@ class SiteDiffs:
                 GROUP BY verdict""").fetchall(), key=_verdict_order))
             (changed, template_only), = connection.execute(
                 "SELECT count(*), count(*) FILTER (WHERE template_only) FROM site_changes").fetchall()
-            # One group per edit of a host's template; its excerpt the one most of its pages
-            # give (of those, the first in order), its examples the first pages in key order.
-            groups = [TemplateChange(host_, excerpt, pages, examples[0], tuple(examples), edit)
-                      for host_, edit, excerpt, pages, examples in connection.execute("""
-                SELECT host, template_edit, first(excerpt ORDER BY n DESC, excerpt NULLS LAST),
-                       sum(n)::BIGINT AS pages, list_slice(list_sort(flatten(list(keys))), 1, ?)
-                FROM (SELECT p.host, s.template_edit, s.excerpt, count(*) AS n, min(s.natural_key, ?) AS keys
-                      FROM site_changes s JOIN pages p USING (natural_key) WHERE s.template_only
-                      GROUP BY ALL)
-                GROUP BY host, template_edit ORDER BY pages DESC, host, template_edit""",
-                                                                        [TEMPLATE_EXAMPLES] * 2).fetchall()]
+            groups = _template_groups(connection.execute("""
+                SELECT p.host, s.template_edit, s.excerpt, count(*), min(s.natural_key, ?)
+                FROM site_changes s JOIN pages p USING (natural_key) WHERE s.template_only
+                GROUP BY ALL""", [TEMPLATE_EXAMPLES]).fetchall())
             where, values = "", []
             if template_change is not None:
                 chosen = next((group for group in groups if group.key == template_change), None)
-                where = """WHERE template_only AND template_edit = ?
+                where = """WHERE template_only AND list_contains(?, template_edit)
                              AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)"""
-                values = [chosen.edit, chosen.host] if chosen else [None, None]  # None: no rows
+                values = [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
             rows = connection.execute(f"""
                 SELECT natural_key, p.url, p.host, s.* EXCLUDE (natural_key, template_edit)
                 FROM (SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) s
                 JOIN pages p USING (natural_key) {_LARGEST_FIRST}""", [*values, limit, offset]).fetchall()
         return SiteDiff(a, b, host, new, gone, changed, unchanged, verdicts, template_only, groups,
                         [ChangedPage(*row) for row in rows], offset)
+
+
+def _template_groups(rows: list[tuple]) -> list[TemplateChange]:
+    """The template changes of a diff's template-only pages, from their counts by host, edit
+    and excerpt (each row: host, edit, excerpt, pages, the first few page keys).
+
+    Pages that make the same edit of the template are one change; so are pages whose change
+    says the same (their excerpt): the same banner inserted above a page whose only other
+    text is its title makes another edit where the title's line end moved too, but it is the
+    same change to a reader. A change is the connected whole of both relations on its host,
+    its excerpt the one most of its pages give (of those, the first in order), most pages
+    first."""
+    parent: dict[tuple, tuple] = {}
+
+    def root(node: tuple) -> tuple:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for host, edit, excerpt, _, _ in rows:
+        if excerpt is not None:  # an unknown excerpt says nothing
+            parent[root(("edit", host, edit))] = root(("excerpt", host, excerpt))
+    members: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        members.setdefault(root(("edit", row[0], row[1])), []).append(row)
+    groups = []
+    for found in members.values():
+        said: dict[str | None, int] = {}
+        for _, _, excerpt, pages, _ in found:
+            said[excerpt] = said.get(excerpt, 0) + pages
+        excerpt = min(said, key=lambda text: (-said[text], text is None, text or ""))
+        examples = tuple(sorted(key for row in found for key in row[4])[:TEMPLATE_EXAMPLES])
+        groups.append(TemplateChange(found[0][0], excerpt, sum(said.values()), examples[0], examples,
+                                     tuple(sorted({row[1] for row in found}, key=str))))
+    return sorted(groups, key=lambda group: (-group.pages, group.host, group.excerpt or "", group.edits))
 
 
 def latest_crawls(runs: list[RunInfo], count: int = 2) -> list[RunInfo]:
