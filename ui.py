@@ -197,7 +197,7 @@ EVERY_HOST = "every host"
 
 def _run_label(run: RunInfo) -> str:
     changed = "" if run.changed is None else f", {run.changed:,} changed"
-    return f"run {run.run}: {run.label}, {run.started_at:%Y-%m-%d %H:%M}{changed}"
+    return f"run {run.run}: {run.label}, crawled {run.crawled or run.started_at:%Y-%m-%d %H:%M}{changed}"
 
 
 def _match_label(match: PageMatch) -> str:

@@ -557,9 +557,10 @@ def _records(pages: int, generations: int, seed: int) -> Iterator[dict]:
 def _ingest_crawl(store: Store, crawl: int, records: Iterable[dict], batch: int, workers: int,
                   on_batch: Callable[[IngestSummary], None]) -> IngestSummary:
     """One crawl's records (crawl 0-based) through one ingest run: the one place a crawl is ingested."""
-    items = (SourceRecord(f"demo crawl {crawl + 1}", line, record)
-             for line, record in enumerate(records, start=1))
-    return Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers).run(items)
+    name = f"demo crawl {crawl + 1}"
+    items = (SourceRecord(name, line, record) for line, record in enumerate(records, start=1))
+    return Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers, label=name,
+                    inputs=[name]).run(items)
 
 
 def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = DEFAULT_GENERATIONS,

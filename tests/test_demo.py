@@ -315,6 +315,10 @@ def test_each_crawl_is_ingested_by_a_run_of_its_own(demo, monkeypatch, tmp_path)
     monkeypatch.setattr(Ingester, "run", recording)
     build_demo(tmp_path / "runs.duckdb", 12, 3)
     assert runs == [["demo crawl 1"], ["demo crawl 2"], ["demo crawl 3"]]
+    # Each run is named after its crawl, as `cdc runs` and the dashboard's pickers show it.
+    listed = Store(tmp_path / "runs.duckdb").runs()
+    assert [(run.label, run.inputs) for run in listed] == [
+        (f"demo crawl {n}", (f"demo crawl {n}",)) for n in (3, 2, 1)]
 
 
 def test_a_page_that_disappears_keeps_its_history_and_is_fetched_no_more(demo):
