@@ -397,8 +397,9 @@ def _edit(rng: random.Random, page: _Page, host: _Host, kind: int, day: date) ->
             key %= len(demotext.docs().paragraphs)
         at = rng.randint(0, len(section.paragraphs))
         section.paragraphs.insert(at, _Paragraph(key, rng.random() < TYPO_SHARE))
-    elif kind == REWRITE:  # new text; a new product, story or module
-        page.subject += 1
+    elif kind == REWRITE:  # new text about the same product, story or dish; on docs, a new module
+        if host.kind == "docs":
+            page.subject += 1
         page.rewritten = host.kind != "docs" and not page.recycled
         size = REWRITE_BYTES if host.kind == "docs" else REWRITTEN_BYTES
         page.sections = _main(rng, host, page.subject, size,

@@ -59,7 +59,7 @@ def shoot(out: Path, store_path: Path) -> list[Path]:
             page.screenshot(path=str(shots[0]))
         change = price_change(store)
         link = compare_link(base, change.natural_key, change.previous_generation, change.generation)
-        with compare_page(link, 1300) as page:
+        with compare_page(link, 1900) as page:  # tall enough for the texts around the edit
             page.frame_locator("iframe").first.locator(".cdc-ins, .cdc-del").first.wait_for(timeout=60_000)
             page.wait_for_timeout(500)  # let the figure finish drawing
             page.screenshot(path=str(shots[1]), full_page=True)
