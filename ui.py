@@ -62,14 +62,14 @@ class CachedStore:
     30 ms on a store of 100,000 pages before any query): uncached, a rerun of Overview or Site
     spent most of its time reopening the file for answers it already had. Keyed on the file's
     version, a cached answer is never older than the store. Anything else (`path`, a write,
-    `reading()`) is the store's own; `uncached` is the store itself, for a read too large to
-    keep (the whole CSV of an export)."""
+    `reading()`, a read whose answer can be too large to keep, as `pages_with_digest` of a
+    template chunk) is the store's own; `uncached` is the store itself, for a read made
+    elsewhere (the whole CSV of an export)."""
 
     READS = frozenset({
         "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
-        "verdict_counts", "biggest_changes", "host_activity", "time_span", "host_changes",
-        "match_pages", "pages_with_digest", "runs", "latest_crawls", "run_captures", "run_on",
-        "site_diff",
+        "verdict_counts", "biggest_changes", "host_activity", "time_span", "match_pages", "runs",
+        "run_on", "site_diff",
     })
 
     def __init__(self, store: Store) -> None:
@@ -382,13 +382,6 @@ JOIN_MOVES = f"""
 def framed_texts(html: str) -> str:
     """The side-by-side HTML with its scripts: open at the first change, join the moves."""
     return html + JOIN_MOVES + SCROLL_TO_FIRST_CHANGE
-
-
-def memo(function):
-    """`function` with its answers cached by the values of its arguments: for the figures a
-    view draws from cached reads, which a rerun would otherwise build again (a Plotly figure
-    takes tens of milliseconds to make)."""
-    return st.cache_data(function, ttl=3600, max_entries=64, show_spinner=False)
 
 
 @st.cache_data(ttl=3600, show_spinner=False, max_entries=32)

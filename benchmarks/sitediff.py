@@ -48,10 +48,11 @@ def timed(call: Callable[[], object]) -> float:
 
 
 def latest_two_runs(store: Store) -> tuple[int, int]:
-    finished = [run.run for run in store.runs() if run.finished]
-    if len(finished) < 2:
-        raise SystemExit(f"{store.path} has {len(finished)} finished run(s); a site diff needs two")
-    return finished[1], finished[0]
+    """The runs a site diff compares by default: the latest two crawls (`Store.latest_crawls`)."""
+    crawls = store.latest_crawls(2)
+    if len(crawls) < 2:
+        raise SystemExit(f"{store.path} has {len(crawls)} finished crawl run(s); a site diff needs two")
+    return crawls[0].run, crawls[1].run
 
 
 def largest_host(store: Store) -> str:

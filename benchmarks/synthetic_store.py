@@ -406,7 +406,7 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                 fetched: list[datetime] = [start] * pages
                 changes: list[dict | None] = [None] * pages
                 headers = ({host: pieces.new(250, 450) for host in range(0, hosts, TEMPLATE_EVERY)}
-                           if run == generations > 1 else {})
+                           if run > 1 and run == generations else {})
                 for position, page in enumerate(order):
                     fetched[page] = start + timedelta(seconds=position * 2.5)
                     if run > 1:

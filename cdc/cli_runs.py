@@ -113,6 +113,7 @@ def _diff_dict(diff: SiteDiff) -> dict:
     result = {name: _jsonable(value) for name, value in asdict(diff).items()}
     result["run_a"], result["run_b"] = _run_dict(diff.run_a), _run_dict(diff.run_b)
     result["pages"] = [{**asdict(page), "share_changed": page.share_changed} for page in diff.pages]
+    result["one_page_template_changes"] = diff.one_page_template_changes
     return result
 
 
@@ -132,12 +133,16 @@ def _print_diff(diff: SiteDiff) -> None:
              ("not seen again", diff.not_seen_again)]
     for name, count in rows:
         print(f"{name:<26}{count:>10,}")
-    if diff.template_changes:
+    site_wide = diff.site_wide_changes
+    if site_wide:
         print("template changes (one edit on many pages):")
-        for group in diff.template_changes[:SHOWN_TEMPLATE_CHANGES]:
+        for group in site_wide[:SHOWN_TEMPLATE_CHANGES]:
             print(f"  {group.host}  {group.pages:,} pages  {(group.excerpt or '')[:70]}")
-        if len(diff.template_changes) > SHOWN_TEMPLATE_CHANGES:
-            print(f"  ... and {len(diff.template_changes) - SHOWN_TEMPLATE_CHANGES:,} more")
+        if len(site_wide) > SHOWN_TEMPLATE_CHANGES:
+            print(f"  ... and {len(site_wide) - SHOWN_TEMPLATE_CHANGES:,} more")
+    if diff.one_page_template_changes:
+        print(f"  also {diff.one_page_template_changes:,} template-only change(s) on one page each "
+              "(a block the host repeats, edited on that page alone)")
     if not diff.pages:
         return
     last = diff.offset + len(diff.pages)

@@ -163,9 +163,9 @@ def test_a_template_change_lists_its_pages_by_its_key(two_crawls):
 
 def test_the_run_of_a_date_is_the_latest_crawl_begun_by_then(two_crawls):
     store = Store(two_crawls)
-    captures = store.run_captures()
-    assert set(captures) == {1, 2} and captures[1][0] <= captures[1][1] < captures[2][0]
-    first, second = captures[1][0].date(), captures[2][0].date()
+    one, two = sorted(store.runs(), key=lambda run: run.run)  # their first and last captures
+    assert one.crawled <= one.last_captured < two.crawled <= two.last_captured
+    first, second = one.crawled.date(), two.crawled.date()
     assert store.run_on(first).run == 1 and store.run_on(second).run == 2
     assert store.run_on(first - timedelta(days=1)) is None
 

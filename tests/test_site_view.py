@@ -139,7 +139,7 @@ def test_runs_and_a_host_from_the_query_string_and_back(demo_path, monkeypatch):
 
 def test_two_dates_pick_the_latest_crawl_begun_by_each(demo_path, monkeypatch):
     store = Store(demo_path)
-    days = {run: first.date() for run, (first, _) in store.run_captures().items()}
+    days = {run.run: run.crawled.date() for run in store.runs()}
     assert store.run_on(days[3]).run == 3 and store.run_on(days[1].replace(day=days[1].day - 1)) is None
     app = app_on(demo_path, monkeypatch, by="dates", date_a=str(days[2]), date_b=str(days[5]))
     assert app.radio(key="site-by").value == "dates"

@@ -21,6 +21,7 @@ from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store
+from cdc.store.templates import UNFLAGGED_PAGES
 from tests import crawlgen
 from tests.test_dashboard import open_page
 
@@ -176,3 +177,17 @@ def test_the_stored_flags_are_the_rule_counted_again_after_runs_a_backfill_an_er
     assert_flags_are_recounted(store)
     store.prune(RetentionPolicy(keep=1))  # no change row has both its generations now
     assert set(assert_flags_are_recounted(store).values()) == {None}
+
+
+def test_the_rows_a_killed_run_left_unflagged_are_flagged_by_the_next_run_once(store):
+    flagged = [(row.natural_key, row.generation, row.template_only) for row in store.changes()]
+    assert any(flag for *_, flag in flagged)
+    with store.writing() as connection:  # as a run killed before its end leaves its rows
+        connection.execute("UPDATE changes SET template_only = NULL, template_edit = NULL")
+    assert {row.template_only for row in store.changes()} == {None}
+    other = crawlgen.record("https://elsewhere.example/page", 0, crawlgen.page_versions(99, 1)[0])
+    Ingester(store).run([SourceRecord("next", 1, other)])  # a run over another host's page
+    assert sorted((row.natural_key, row.generation, row.template_only) for row in store.changes()
+                  if row.natural_key != other["url"]) == sorted(flagged)
+    with store.reading() as connection:  # nothing left for a later run's end to count again
+        assert connection.execute(UNFLAGGED_PAGES).fetchall() == []

@@ -45,7 +45,7 @@ boilerplate_view = controls.segmented_control(
     "Boilerplate blocks in the texts", ["dimmed", "hidden"], key="bp-view", default="dimmed",
     disabled=not ignore_boilerplate) or "dimmed"
 # The callback runs before the next run, so the pickers above open at the clicked generation.
-trend.plotly_chart(ui.memo(compare_trend_figure)(history, old, new), key="generation-trend",
+trend.plotly_chart(compare_trend_figure(history, old, new), key="generation-trend",
                    selection_mode="points",
                    on_select=lambda: ui.pick_from_trend("generation-trend", generations))
 trend.caption("Kept share and similarity of each generation against the one before; ringed: the two "

@@ -21,7 +21,7 @@ left, right = st.columns([1, 2])
 with left:
     st.subheader("Verdicts of the changes")
     counts = store.verdict_counts()
-    st.plotly_chart(ui.memo(verdict_figure)(counts), key="verdicts")
+    st.plotly_chart(verdict_figure(counts), key="verdicts")
     st.caption(f"First sightings, counted apart (a page seen for the first time is not a change): "
                f"**{first_sightings(counts):,}**.")
 with right:
@@ -30,7 +30,7 @@ with right:
     period = choose_bin(span or ())
     st.subheader(f"How much changed, per host and {period}")
     activity = [(host, bucket, float(changed)) for host, bucket, changed, _ in store.host_activity(period)]
-    heatmap = ui.memo(host_heatmap)(activity, period=period, aggregate="sum", value_label="bytes changed",
+    heatmap = host_heatmap(activity, period=period, aggregate="sum", value_label="bytes changed",
                                     span=span)
     st.plotly_chart(heatmap, key="heatmap")
 

@@ -140,10 +140,7 @@ for column, (label, count) in zip(second, [*counts, ("Template only", diff.templ
     column.metric(label, "-" if count is None else f"{count:,}")
 
 shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
-# A template change is one edit on many pages; a block the host repeats, edited on one page
-# alone, is template-only too, but no edit of the site's template: it is counted apart.
-site_wide = [change for change in diff.template_changes if change.pages > 1]
-single = len(diff.template_changes) - len(site_wide)
+site_wide, single = diff.site_wide_changes, diff.one_page_template_changes
 st.subheader(f"Template changes: {len(site_wide):,}")
 if site_wide:
     st.caption("One edit of a host's template (the same template blocks inserted, removed or replaced) "

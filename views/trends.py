@@ -12,7 +12,7 @@ st.title("Trends")
 url = ui.url_picker(store)
 history = store.generations(url)
 st.subheader(f"{ui.short_url(url)}: {len(history)} generations")
-st.plotly_chart(ui.memo(trend_figure)(history), key="trend")
+st.plotly_chart(trend_figure(history), key="trend")
 st.page_link("views/compare.py", label="Compare its latest two generations",
              query_params={"url": url}, icon=":material/compare:")
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cdc.store.lookups import _key_table, _one, _registered
+from cdc.store.templates import UNFLAGGED_PAGES
 
 COMPACT_SHARE = 0.5  # of the file's bytes, dropped as text by a run's trim: then compact it
 RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
@@ -59,12 +60,10 @@ class Runs:
         with self.writing() as connection:
             with _registered(connection, "run_pages", _key_table(sorted(pages))):
                 dropped = self._trim(connection, "SELECT natural_key FROM run_pages")
-                # A run that did not finish (killed) left rows unflagged: its pages are
-                # flagged with the next run's.
-                self._refresh_templates(connection, """
-                    SELECT natural_key FROM run_pages
-                    UNION SELECT natural_key FROM page_runs
-                    WHERE run IN (SELECT run FROM runs WHERE ended_at IS NULL)""")
+                # A run that did not finish (killed) left rows unflagged: they are flagged
+                # with the next run's, found by their state (once flagged, never again).
+                self._refresh_templates(connection, f"""
+                    SELECT natural_key FROM run_pages UNION {UNFLAGGED_PAGES}""")
             # One row per page for the run: the latest of those its batches wrote.
             connection.execute("""
                 CREATE OR REPLACE TEMP TABLE seen AS

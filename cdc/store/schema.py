@@ -242,6 +242,7 @@ UPGRADE_TO_CAPTURE_IDS = [
 UPGRADE_TO_TEMPLATES = [
     "ALTER TABLE changes ADD COLUMN IF NOT EXISTS template_only BOOLEAN",
     "ALTER TABLE changes ADD COLUMN IF NOT EXISTS template_edit VARCHAR",
+    "UPDATE changes SET template_only = NULL, template_edit = NULL",  # every row counted anew
     next(statement for statement in SCHEMA if "host_templates" in statement),
     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
 ]

@@ -198,6 +198,17 @@ class SiteDiff:
     def seen_by_both(self) -> int:
         return self.changed + self.unchanged
 
+    @property
+    def site_wide_changes(self) -> list[TemplateChange]:
+        """The template changes on two or more pages: the edits of a host's template. A
+        template-only change of one page (a block the host repeats, edited there alone) is
+        no such edit: `one_page_template_changes` counts those."""
+        return [change for change in self.template_changes if change.pages > 1]
+
+    @property
+    def one_page_template_changes(self) -> int:
+        return sum(change.pages == 1 for change in self.template_changes)
+
 
 class SiteDiffs:
     """Runs and what changed between two of them, mixed into `Store`."""
@@ -236,15 +247,6 @@ class SiteDiffs:
         more = ", ..." if len(known) > SHOWN_RUNS else ""
         raise RunNotFoundError(f"no run with id or label {text!r} in {self.path}; its runs, newest first: "
                                f"{named}{more} (`cdc runs` lists them all)")
-
-    def run_captures(self) -> dict[int, tuple[datetime, datetime]]:
-        """Each run's first and last capture (the fetch times of the pages it saw), by run id:
-        when its crawl happened, which its start and end (when it was ingested) need not say.
-        A run that saw no page is left out."""
-        with self.reading() as connection:
-            rows = connection.execute(
-                "SELECT run, min(fetched_at), max(fetched_at) FROM page_runs GROUP BY run").fetchall()
-        return {run: (first, last) for run, first, last in rows}
 
     def run_on(self, day: date) -> RunInfo | None:
         """The latest finished run whose crawl began on or before `day` (its first capture that
@@ -313,7 +315,8 @@ def _template_groups(rows: list[tuple]) -> list[TemplateChange]:
     text is its title makes another edit where the title's line end moved too, but it is the
     same change to a reader. A change is the connected whole of both relations on its host,
     its excerpt the one most of its pages give (of those, the first in order), most pages
-    first."""
+    first. (An excerpt is cut short: two edits whose first 120 characters agree, up to three
+    of them, join.)"""
     parent: dict[tuple, tuple] = {}
 
     def root(node: tuple) -> tuple:
@@ -323,7 +326,7 @@ def _template_groups(rows: list[tuple]) -> list[TemplateChange]:
         return node
 
     for host, edit, excerpt, _, _ in rows:
-        if excerpt is not None:  # an unknown excerpt says nothing
+        if excerpt:  # an unknown or empty excerpt says nothing
             parent[root(("edit", host, edit))] = root(("excerpt", host, excerpt))
     members: dict[tuple, list[tuple]] = {}
     for row in rows:

@@ -14,12 +14,14 @@ carry one edit of its template share it, which is what a site diff groups them b
 Both are computed from the retained chunk lists, so they are refreshed wherever those lists,
 or a host's pages, change, in the same transaction: at a run's end after its retention trim
 (the hosts the run touched), by `prune`, `migrate` and `erase`, and by the schema upgrade.
-Then every stored flag equals its recomputation from the store as it is: the template as it
-is then, right once the whole crawl is in. A refresh reads every retained chunk of the hosts
-it counts once (the template), then only the rows whose flag can have changed: the rows of
-the changed pages that have no flag yet (new, or measured again), those whose older side the
-trim dropped (unknown now), and every row of a page of those hosts that holds a digest that
-entered or left the template (a steady recrawl has none; a site-wide change, the host's).
+Then, after each of those, every stored flag equals its recomputation from the store as it
+is: the template as it is then, right once the whole crawl is in. (Between a run's batches,
+its new rows have no flag yet; a killed run's rows get theirs at the next run's end.) A
+refresh reads every retained chunk of the hosts it counts once (the template), then only the
+rows whose flag can have changed: the rows of the changed pages that have no flag yet (new,
+or measured again), those whose older side the trim dropped (unknown now), and every row of
+a page of those hosts that holds a digest that entered or left the template (a steady
+recrawl has none; a site-wide change, the host's).
 """
 
 from __future__ import annotations
@@ -32,6 +34,17 @@ from cdc.store.layout import _digests_of
 # latest generations), and on at least this many of them (`cdc.boilerplate`).
 BOILERPLATE_SHARE = 0.05
 BOILERPLATE_MIN_PAGES = 3
+
+# The pages with a change row that can be flagged and is not: both its generations' chunk
+# lists are held, neither empty. A run's end adds them to its own pages, so the rows a
+# killed run wrote are flagged by the next run that finishes.
+UNFLAGGED_PAGES = """
+    SELECT DISTINCT c.natural_key FROM changes c
+    WHERE c.template_only IS NULL AND c.previous_generation IS NOT NULL
+      AND EXISTS (SELECT 1 FROM chunk_lists l WHERE l.natural_key = c.natural_key
+                    AND l.generation = c.generation AND octet_length(l.digests) > 0)
+      AND EXISTS (SELECT 1 FROM chunk_lists l WHERE l.natural_key = c.natural_key
+                    AND l.generation = c.previous_generation AND octet_length(l.digests) > 0)"""
 
 # The lists of the pages of the hosts in `host_size`, with their host.
 _HOSTS_LISTS = """
@@ -120,7 +133,7 @@ FRESH_FLAGS = f"""
         LEFT JOIN held hn ON hn.natural_key = x.natural_key AND hn.generation = x.generation
         LEFT JOIN held ho ON ho.natural_key = x.natural_key AND ho.generation = x.previous_generation
         LEFT JOIN edits e ON e.natural_key = x.natural_key AND e.generation = x.generation
-    ),
+    )
     SELECT natural_key, generation, template_only,
            CASE WHEN template_only THEN coalesce(edit, kept_edit) END AS template_edit
     FROM flags
