@@ -30,6 +30,7 @@ Dask is imported only here, and only when a cluster is asked for.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import time
@@ -111,16 +112,30 @@ def dask_client(address: str | None = None, workers: int | None = None,
         try:
             yield client
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: no task's result is wanted now
+            _quiet_dask()
             _kill_workers(cluster)
             raise
 
 
+def _quiet_dask() -> None:
+    """Stopping: the connections the kill closes are Dask's to note (at INFO, with a
+    traceback), and no news to the user, whose command says it stopped."""
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name.startswith("distributed"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _kill_workers(cluster) -> None:
     """End a local cluster's worker processes at once: closing it gracefully waits for
-    their running tasks (5 s here, for a WARC shard) before it lets the command end."""
+    their running tasks (5 s here, for a WARC shard) before it lets the command end. Each
+    nanny is marked as closing first: one that finds its worker dead otherwise starts a new
+    one, which the cluster's close then has to wait for (the command's end took up to 2 s)."""
+    from distributed.core import Status
+
     for nanny in list(cluster.workers.values()):
         pid = getattr(getattr(nanny, "process", None), "pid", None)
         if pid:
+            nanny.status = Status.closing_gracefully
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 

@@ -47,6 +47,10 @@ CLEAN = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u200b\u2060\ufef
 # separators that `str.split` counts as whitespace (but `bytes.split` does not) made spaces.
 ASCII_DELETE = bytes([*range(0x00, 0x09), *range(0x0E, 0x1C), 0x7F])
 ASCII_TABLE = bytes.maketrans(bytes(range(0x1C, 0x20)), b"    ")
+# A control the translation would delete, in text beyond ASCII: the characters on either side
+# of it meet, and may compose (A, a NUL, a combining acute: Á), which only NFC, after the
+# cleaning, makes of them.
+DELETED_CONTROL = re.compile(b"[" + re.escape(ASCII_DELETE) + b"]")
 
 
 SHORT_TEXT = 64  # bytes; shorter text is folded by byte methods in C rather than the kernel
@@ -229,7 +233,7 @@ def _fold(text: str) -> bytes:
     data = _utf8_for_kernels(text)
     if data is not None:
         if len(data) < SHORT_TEXT:  # a compiled call costs more than these few bytes
-            if text.isascii() or not NEEDS_CHARACTERS.search(data):
+            if text.isascii() or not (NEEDS_CHARACTERS.search(data) or DELETED_CONTROL.search(data)):
                 return b" ".join(data.translate(ASCII_TABLE, ASCII_DELETE).split())
         else:
             out = np.empty(len(data), np.uint8)
