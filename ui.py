@@ -62,14 +62,14 @@ class CachedStore:
     30 ms on a store of 100,000 pages before any query): uncached, a rerun of Overview or Site
     spent most of its time reopening the file for answers it already had. Keyed on the file's
     version, a cached answer is never older than the store. Anything else (`path`, a write,
-    `reading()`, a read whose answer can be too large to keep, as `pages_with_digest` of a
-    template chunk) is the store's own; `uncached` is the store itself, for a read made
-    elsewhere (the whole CSV of an export)."""
+    `reading()`) is the store's own; `uncached` is the store itself, for a read too large to
+    keep (the whole CSV of an export). (`pages_with_digest` of a template chunk is large too,
+    but the Boilerplate view shows all of it: kept, it costs no more than it shows.)"""
 
     READS = frozenset({
         "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
         "verdict_counts", "biggest_changes", "host_activity", "time_span", "match_pages", "runs",
-        "run_on", "site_diff",
+        "run_on", "site_diff", "pages_with_digest",
     })
 
     def __init__(self, store: Store) -> None:
