@@ -10,7 +10,12 @@ polls for the parent. A worker never writes to the store, so nothing is lost wit
 
 `stop_on_sigterm` makes SIGTERM in the parent unwind like Ctrl-C (`Terminated` is a
 `KeyboardInterrupt`): the open transaction rolls back, the pool is shut down and the lock
-is released on the way out, instead of the process vanishing mid-statement.
+is released on the way out, instead of the process vanishing mid-statement. A signal's
+exception can be lost, though: raised inside a weakref callback or a `__del__` that the
+garbage collector happened to run (seen here: a WeakValueDictionary's, during HTML
+extraction), it is printed as "Exception ignored" and dropped, and the command went on to
+the end as if never stopped. So the signal is remembered too, and `raise_if_stopped`, run
+before each store transaction begins, raises it again there.
 """
 
 from __future__ import annotations
@@ -93,12 +98,35 @@ def _interrupt(signum, frame) -> None:
 
 def stop_on_sigterm() -> None:
     """In the main thread of a command: SIGTERM raises `Terminated` instead of killing, and
-    both it and Ctrl-C are remembered (`stopped_by`)."""
+    both it and Ctrl-C are remembered (`stopped_by`, `raise_if_stopped`)."""
+    global _next_unraisable_hook
     _stopped_by.clear()  # a command run in-process after another (tests) starts afresh
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _interrupt)
+        if sys.unraisablehook is not _unraisable:
+            _next_unraisable_hook = sys.unraisablehook
+            sys.unraisablehook = _unraisable
+
+
+_next_unraisable_hook = sys.unraisablehook
+
+
+def _unraisable(unraisable) -> None:
+    """A stop's exception dropped where none can be raised is no error to print: the stop
+    is remembered, and `raise_if_stopped` raises it at the next transaction."""
+    if _stopped_by and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    _next_unraisable_hook(unraisable)
+
+
+def raise_if_stopped() -> None:
+    """Raise the stop a signal asked for, if its exception was lost on the way (see the
+    module's docstring); nothing when no signal came, or in a process that never called
+    `stop_on_sigterm` (a library's user, the dashboard)."""
+    if _stopped_by:
+        raise Terminated() if _stopped_by[0] == signal.SIGTERM else KeyboardInterrupt()
 
 
 def stopped_by() -> int | None:

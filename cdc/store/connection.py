@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
+from cdc.lifeline import raise_if_stopped
 from cdc.store.lookups import _one, _registered
 from cdc.store.schema import (
     CONNECTION_CONFIG,
@@ -131,6 +132,7 @@ class Connections:
     @contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A write connection with the schema in place, inside one transaction."""
+        raise_if_stopped()  # a stop whose exception was lost on the way ends the command here
         with self.write_lock():
             self.create()
             with self._connect(write=True) as connection:
