@@ -86,6 +86,7 @@ import plotly.io  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import cdc  # noqa: E402
+import cdc.compiled  # noqa: E402
 from benchmarks import synthetic_store  # noqa: E402
 from cdc.boilerplate import host_boilerplate, shared_across_hosts  # noqa: E402
 from cdc.compare import compare  # noqa: E402
@@ -209,6 +210,11 @@ def print_header(runs: int, launches: int) -> None:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"  CPUs: {os.cpu_count()} (usable by this process: {usable})")
     print(f"  cdc imported from {Path(cdc.__file__).parent}; app {APP}")
+    if cdc.compiled.AHEAD_OF_TIME is not None:
+        print("  kernels: compiled ahead of time (cdc._kernels): a launch does not compile them")
+    else:  # a cold launch then compiles them with Numba (about 20 s here), as a user's would
+        print("  kernels: Numba's JIT: cdc._kernels is missing or built from older sources; the README's "
+              "install runs `python -m cdc.aot`, so run it first to measure what a user sees")
     print(f"  {runs} timed runs per view (after a warm-up run), {launches} first launch(es) of each kind")
     print()
 
