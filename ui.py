@@ -134,7 +134,12 @@ def open_store() -> StoreChoice:
     if choice.is_demo and not choice.path.exists():
         _wait_for_demo(choice.path)
     try:
-        current_store().meta()
+        store = current_store()
+        if store.uncached.needs_upgrade():  # else the first visitor stares at a blank page
+            with st.spinner("Upgrading the store to this cdc's layout, once: about 5 s per "
+                            "100,000 pages…"):
+                store.uncached.meta()
+        store.meta()
     except CdcError as exc:
         fail(str(exc))
     return choice

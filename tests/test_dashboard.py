@@ -7,6 +7,7 @@ import ast
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from cdc.queries import compare_generations
 from cdc.sources import iter_jsonl
 from cdc.store import Store
 from tests import crawlgen, textgen
+from tests.storerows import as_schema_3
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = '<script>alert("owned")</script> and <b>bold</b> &amp; more'
@@ -160,6 +162,18 @@ def test_first_launch_builds_the_demo_store_and_says_so(tmp_path, monkeypatch):
     app.run()
     assert not app.exception
     assert {m.label: m.value for m in app.metric}["Pages"] == f"{demo.DEFAULT_PAGES:,}"
+
+
+def test_a_store_of_an_older_layout_opens_upgraded(store_path, tmp_path, monkeypatch):
+    old = Store(shutil.copy(store_path, tmp_path / "old.duckdb"))
+    as_schema_3(old.path)
+    assert old.needs_upgrade() and not Store(store_path).needs_upgrade()
+    monkeypatch.setenv("CDC_DB", str(old.path))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = open_page(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60), "views/overview.py")
+    assert not old.needs_upgrade()
+    assert {m.label: m.value for m in app.metric}["Pages"] == f"{Store(store_path).stats()['pages']:,}"
+    assert old.changes() == Store(store_path).changes()  # its template flags counted
 
 
 def test_the_demo_shows_markup_as_text(demo_path, monkeypatch):
