@@ -69,7 +69,7 @@ class CachedStore:
     READS = frozenset({
         "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
         "verdict_counts", "biggest_changes", "host_activity", "time_span", "match_pages", "runs",
-        "run_on", "site_diff", "pages_with_digest",
+        "run_on", "site_diff", "pages_with_digest", "needs_upgrade",
     })
 
     def __init__(self, store: Store) -> None:
@@ -135,7 +135,7 @@ def open_store() -> StoreChoice:
         _wait_for_demo(choice.path)
     try:
         store = current_store()
-        if store.uncached.needs_upgrade():  # else the first visitor stares at a blank page
+        if store.needs_upgrade():  # else the first visitor stares at a blank page
             with st.spinner("Upgrading the store to this cdc's layout, once: about 5 s per "
                             "100,000 pages…"):
                 store.uncached.meta()
