@@ -135,11 +135,11 @@ def open_store() -> StoreChoice:
         _wait_for_demo(choice.path)
     try:
         store = current_store()
-        if store.needs_upgrade():  # else the first visitor stares at a blank page
+        # Checks the store's meta too (not a store, another spec, a newer schema: CdcError).
+        if store.needs_upgrade():  # the first read upgrades it: not behind a blank page
             with st.spinner("Upgrading the store to this cdc's layout, once: about 5 s per "
                             "100,000 pages…"):
                 store.uncached.meta()
-        store.meta()
     except CdcError as exc:
         fail(str(exc))
     return choice
