@@ -1,0 +1,54 @@
+"""The results pinned before the speed work stay as they were (`tests/pins.py`).
+
+Every pair of the three shared histories compared with exact edits, every store that
+`cdc ingest` makes of them and of the two docs crawls: a faster path that changes one
+measure, verdict, edit or digest fails here, naming what moved. An intended change of
+results rewrites the pins (`python -m tests.pins`) and says so in CHANGELOG.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests import pins, sitecrawl
+
+PINS = Path(__file__).parent / "data" / "pins"
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def _corpus(name: str) -> Path:
+    path = CORPUS / pins.HISTORIES[name]
+    if not path.exists():
+        pytest.skip(f"the revision corpus is not at {CORPUS}")
+    return path
+
+
+def _first_difference(found: dict | list, pinned: dict | list) -> str:
+    if isinstance(pinned, list):
+        moved = [i for i, (a, b) in enumerate(zip(found, pinned)) if a != b]
+        return f"{len(moved)} of {len(pinned)} pairs differ, the first at pair {moved[:1]}"
+    moved = sorted(key for key in pinned.keys() | found.keys() if found.get(key) != pinned.get(key))
+    return f"{len(moved)} of {len(pinned)} pages differ: {moved[:5]}"
+
+
+@pytest.mark.parametrize("name", sorted(pins.HISTORIES))
+def test_every_corpus_comparison_is_as_pinned(name):
+    pinned = json.loads((PINS / f"corpus-{name}.json").read_text())
+    found = pins.corpus_pins(_corpus(name))
+    assert len(found) == len(pinned)
+    assert found == pinned, _first_difference(found, pinned)
+
+
+@pytest.mark.slow
+def test_every_ingested_store_is_as_pinned(tmp_path):
+    _corpus("en")
+    reason = sitecrawl.available()
+    if reason:
+        pytest.skip(reason)
+    found = pins.store_pin_sets(CORPUS, tmp_path / "crawls", tmp_path)
+    for name, pages in found.items():
+        pinned = json.loads((PINS / f"{name}.json").read_text())
+        assert pages == pinned, f"{name}: {_first_difference(pages, pinned)}"
