@@ -105,7 +105,8 @@ CRAWL_PAGES, CRAWL_SEED = 80, 0  # as tests/test_sitecrawl.py crawls the docs
 
 def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]:
     """`store_pins` of a new store that `cdc ingest` made from the inputs."""
-    from cdc.cli import EXIT_OK, main as cdc_main
+    from cdc.cli import EXIT_OK
+    from cdc.cli import main as cdc_main
 
     if cdc_main(["--db", str(db), "ingest", "--quiet", *options, *map(str, inputs)]) != EXIT_OK:
         raise RuntimeError(f"cdc ingest of {inputs} failed")
@@ -138,7 +139,8 @@ def main() -> None:
         (args.out / f"corpus-{name}.json").write_text(json.dumps(pins, indent=0) + "\n")
         print(name, len(pins), "pairs")
     with tempfile.TemporaryDirectory() as workdir:
-        for name, pins in store_pin_sets(args.corpus, args.crawls or Path(workdir) / "crawls", Path(workdir)).items():
+        crawls = args.crawls or Path(workdir) / "crawls"
+        for name, pins in store_pin_sets(args.corpus, crawls, Path(workdir)).items():
             (args.out / f"{name}.json").write_text(json.dumps(pins, indent=0, sort_keys=True) + "\n")
             print(name, len(pins), "pages")
 
