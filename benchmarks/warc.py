@@ -4,6 +4,14 @@ Input: the 530 HTML pages of Debian's python3.11-doc package (/usr/share/doc/pyt
 about 51 MB), served as https://docs.python.org/3.11/<path> and written once into
 data/bench/pydocs.warc.gz (one gzip member per record) with cdc.warc's writer helpers.
 
+0. Against the peers, on two real GNU Wget crawls of the same docs (`tests/sitecrawl.py`,
+   the second after edits; built once into data/bench/crawls): `cdc ingest` of both, as a
+   user runs it (a fresh process, `--processes` at its default, start-up included), against
+   bare FastWARC reading plus Resiliparse main-content extraction of the same pages in one
+   thread of this process, interleaved, `--runs` rounds: medians and their ratio (target
+   >= 1.5x), the ingest's peak resident memory (VmHWM, and its worker's), and a pure-CPU
+   yardstick (sha256 in 2 processes vs 1) so that a run where the second core was busy
+   can be told apart.
 1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.inputs.input_items`) into an
    `Ingester` with one process per core on a fresh store, main-content extraction done where
    each page is built, in MB/s of HTML payload (1 MB = 10^6 bytes), median of `--runs`
@@ -25,12 +33,15 @@ Targets print PASS or FAIL. Run from the repository root:
 
     python benchmarks/warc.py            # about a minute
     python benchmarks/warc.py --big      # adds the ~1 GB memory run (several minutes)
+    python benchmarks/warc.py --only-crawls    # section 0 alone: cdc ingest vs the peers
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import multiprocessing
 import statistics
 import subprocess
 import sys
@@ -59,6 +70,9 @@ BIG_BYTES = 1_000_000_000  # of HTML payload
 TARGET_MBPS = 20.0
 TARGET_RSS_MB = 300.0
 TARGET_FETCH_PAGES = 200.0  # per second, when most answers are 304
+TARGET_VS_BARE = 1.5  # cdc ingest on every core vs bare FastWARC + Resiliparse in one thread
+CRAWLS_DIR = BENCH_DIR / "crawls"
+YARDSTICK_BLOCK = bytes(16 << 20)
 HTML_HEADERS = [("Content-Type", "text/html; charset=utf-8")]
 
 
@@ -120,6 +134,89 @@ def ingest(warc: Path, store_path: Path, mode: str = MAIN_CONTENT) -> tuple[floa
     if result.bad:
         raise SystemExit(f"bad records in the benchmark WARC: {result.bad[:3]}")
     return elapsed, summary
+
+
+def wget_crawls(pages: int | None) -> list[Path]:
+    """The two Wget crawls of the docs, before and after the edits, built once."""
+    from tests import sitecrawl
+
+    reason = sitecrawl.available()
+    if reason:
+        sys.exit(f"cannot build the Wget crawls: {reason}")
+    built = sitecrawl.cached_two_crawls(CRAWLS_DIR, pages=pages, seed=0)
+    return [built.crawl1, built.crawl2]
+
+
+def bare_read_and_extract(paths: list[Path]) -> tuple[int, int]:
+    """The peers alone, in one thread: FastWARC reads each HTML 200 response, Resiliparse
+    decodes it (the meta charset, else a guess), parses it and extracts its main content.
+    Pages and HTML bytes seen."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+    from resiliparse.parse.html import HTMLTree
+
+    pages = html_bytes = 0
+    for path in paths:
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream, record_types=WarcRecordType.response, parse_http=True):
+                http = record.http_headers
+                if http.status_code != 200 or not (http.get("Content-Type") or "").startswith("text/html"):
+                    continue
+                body = record.reader.read()
+                extract_plain_text(HTMLTree.parse(bytes_to_str(body, detect_encoding(body))), main_content=True)
+                pages += 1
+                html_bytes += len(body)
+    return pages, html_bytes
+
+
+def _yardstick_share(_: int) -> bytes:
+    return hashlib.sha256(YARDSTICK_BLOCK).digest()
+
+
+def process_yardstick(processes: int, rounds: int = 5) -> float:
+    """How much faster `processes` processes do CPU-bound work (sha256) than one, here, now."""
+    serial, parallel = [], []
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        pool.map(abs, range(processes))  # started
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for share in range(processes):
+                _yardstick_share(share)
+            serial.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            pool.map(_yardstick_share, range(processes))
+            parallel.append(time.perf_counter() - start)
+    return statistics.median(serial) / statistics.median(parallel)
+
+
+def versus_bare(tmp: Path, runs: int, pages: int | None) -> None:
+    """Section 0 of the module docstring."""
+    paths = wget_crawls(pages)
+    processes = default_threads()
+    print(f"yardstick: CPU-bound work (sha256) on {processes} processes vs one: "
+          f"{process_yardstick(processes):.2f}x (ideal {processes}x)")
+    bare_times, cdc_times, reports = [], [], []
+    seen = (0, 0)
+    for run in range(runs):
+        start = time.perf_counter()
+        seen = bare_read_and_extract(paths)
+        bare_times.append(time.perf_counter() - start)
+        args = ["--db", str(tmp / f"crawls{run}.duckdb"), "ingest", "--quiet", *map(str, paths)]
+        start = time.perf_counter()
+        report, _ = _sampled_child(["from cdc.cli import main", f"main({args!r})"])
+        cdc_times.append(time.perf_counter() - start)
+        reports.append(report)
+    bare, ingest_median = statistics.median(bare_times), statistics.median(cdc_times)
+    ratio = bare / ingest_median
+    print(f"Wget crawls: {len(paths)} files, {seen[0]} HTML pages, {seen[1] / 1e6:.1f} MB of HTML")
+    print(f"  bare FastWARC + Resiliparse main content, 1 thread: median {bare:.2f} s "
+          f"({seen[1] / 1e6 / bare:.1f} MB/s)")
+    print(f"  cdc ingest (fresh process, {processes} processes, start-up included): median {ingest_median:.2f} s "
+          f"({seen[1] / 1e6 / ingest_median:.1f} MB/s)")
+    print(f"  cdc ingest vs bare: {ratio:.2f}x   target >= {TARGET_VS_BARE}x: {verdict(ratio >= TARGET_VS_BARE)}")
+    print(f"  peak RSS of cdc ingest: {max(r['hwm'] for r in reports):.0f} MB (its worker: "
+          f"{max(r['children'] for r in reports):.0f} MB)")
 
 
 def verdict(ok: bool) -> str:
@@ -220,7 +317,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--big", action="store_true", help="also the ~1 GB peak-memory run")
+    parser.add_argument("--crawl-pages", type=int, default=None,
+                        help="pages of the docs in each Wget crawl (default: all 530)")
+    parser.add_argument("--only-crawls", action="store_true", help="only section 0, against the peers")
     args = parser.parse_args()
+
+    if args.only_crawls:
+        with tempfile.TemporaryDirectory() as directory:
+            versus_bare(Path(directory), args.runs, args.crawl_pages)
+        return 0
 
     html_bytes = build_warc(WARC_PATH)
     pages = doc_pages()
@@ -229,6 +334,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
+        versus_bare(tmp, args.runs, args.crawl_pages)
         times = []
         for run in range(args.runs):
             elapsed, summary = ingest(WARC_PATH, tmp / f"run{run}.duckdb")
