@@ -164,7 +164,8 @@ def bare_read_and_extract(paths: list[Path]) -> tuple[int, int]:
                 if http.status_code != 200 or not (http.get("Content-Type") or "").startswith("text/html"):
                     continue
                 body = record.reader.read()
-                extract_plain_text(HTMLTree.parse(bytes_to_str(body, detect_encoding(body))), main_content=True)
+                tree = HTMLTree.parse(bytes_to_str(body, detect_encoding(body)))
+                extract_plain_text(tree, main_content=True)
                 pages += 1
                 html_bytes += len(body)
     return pages, html_bytes
@@ -212,9 +213,10 @@ def versus_bare(tmp: Path, runs: int, pages: int | None) -> None:
     print(f"Wget crawls: {len(paths)} files, {seen[0]} HTML pages, {seen[1] / 1e6:.1f} MB of HTML")
     print(f"  bare FastWARC + Resiliparse main content, 1 thread: median {bare:.2f} s "
           f"({seen[1] / 1e6 / bare:.1f} MB/s)")
-    print(f"  cdc ingest (fresh process, {processes} processes, start-up included): median {ingest_median:.2f} s "
-          f"({seen[1] / 1e6 / ingest_median:.1f} MB/s)")
-    print(f"  cdc ingest vs bare: {ratio:.2f}x   target >= {TARGET_VS_BARE}x: {verdict(ratio >= TARGET_VS_BARE)}")
+    print(f"  cdc ingest (fresh process, {processes} processes, start-up included): "
+          f"median {ingest_median:.2f} s ({seen[1] / 1e6 / ingest_median:.1f} MB/s)")
+    print(f"  cdc ingest vs bare: {ratio:.2f}x   target >= {TARGET_VS_BARE}x: "
+          f"{verdict(ratio >= TARGET_VS_BARE)}")
     print(f"  peak RSS of cdc ingest: {max(r['hwm'] for r in reports):.0f} MB (its worker: "
           f"{max(r['children'] for r in reports):.0f} MB)")
 

@@ -129,3 +129,23 @@ def test_real_page_from_the_python_docs():
     main_text = " ".join(s["text"] for s in record["sections"])
     assert "Table of Contents" not in headings  # the sidebar is not main content
     assert len(main_text) > 10_000
+
+
+def test_an_entity_for_a_line_break_stays_within_its_block():
+    # `&#10;` in the text is a space within its paragraph, as when each line was folded alone.
+    record = html_to_record(b"<html><body><p>one&#10;two &NewLine; three</p><p>four</p></body></html>",
+                            "https://example.com/", "2024-05-01", "utf-8", WHOLE_PAGE)
+    assert [section["text"] for section in record["sections"]] == ["one two three\n\nfour"]
+
+
+def test_fragments_fold_as_line_by_line():
+    """The whole-fragment passes of `_blocks` give what folding each line alone gives."""
+    from cdc.extract import _blocks, _blocks_by_line
+
+    pieces = ["a", "b", " ", "\n", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
+              "<", ">", "<p>", "</p>", "&amp;", "&#10;", "&#x0a;", "&NewLine;", "&#13;", "&nbsp;",
+              "&lt;", "&", ";", "é"]
+    rng = random.Random(21)
+    for _ in range(20_000):
+        fragment = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        assert _blocks(fragment) == _blocks_by_line(fragment), repr(fragment)
