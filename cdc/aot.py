@@ -38,6 +38,7 @@ def kernels() -> list[tuple]:
          "cdc.chunking", "_cut_documents"),
         ("fold_bytes", i8(text, vector(u1)), "cdc.normalize", "_fold_bytes"),
         ("fold_blocks", i8(text, vector(u1)), "cdc.normalize", "_fold_blocks"),
+        ("fold_lines", i8(text, vector(u1)), "cdc.normalize", "_fold_lines"),
         ("scan_words", i8(text, vector(i8), vector(i8), vector(u8), vector(i8), vector(i8), vector(i8)),
          "cdc.refine", "_scan_words"),
     ]

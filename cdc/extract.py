@@ -23,6 +23,8 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 
+from cdc.normalize import fold_lines
+
 __all__ = ["EXTRACTION_MODES", "GIVEN_TEXT", "MAIN_CONTENT", "TEXT_MODES", "WHOLE_PAGE", "decode_html",
            "html_to_record", "text_to_record"]
 
@@ -99,15 +101,15 @@ def _blocks(fragment: str) -> str:
     """The lines of a fragment of Resiliparse's text (it puts each block element on a line
     of its own), as text, tags dropped, each folded, blank-line separated.
 
-    One pass of each kind over the whole fragment, and the lines folded by `map` over C
-    methods, not Python calls per line (hundreds per page): `TAG` within a line is
+    One pass of each kind over the whole fragment, the lines folded by a kernel
+    (`fold_lines`), not Python calls per line (hundreds per page): `TAG` within a line is
     `LINE_TAG` over the fragment, and no entity spans a line, so dropping tags and
     unescaping the whole fragment is doing it line by line, unless an entity made a line
     break."""
     text = html.unescape(LINE_TAG.sub(" ", fragment))
     if text.count("\n") != fragment.count("\n"):
         return _blocks_by_line(fragment)
-    return "\n\n".join(filter(None, map(" ".join, map(str.split, text.split("\n")))))
+    return fold_lines(text)
 
 
 def _sections(marked: str) -> list[dict]:

@@ -209,8 +209,84 @@ def _fold_blocks(src, out):  # pragma: no cover - compiled; the tests run it wit
     return n
 
 
+@njit(inline="always")
+def _wide_space(src, i):
+    """Bytes of the character at `src[i]` (a lead byte 0xC2-0xE3) when `str.split` takes it
+    for whitespace (the 19 beyond ASCII: NEL, the no-break spaces, U+2000-U+200A, ...), else 0."""
+    b = src[i]
+    if i + 1 >= len(src):
+        return 0
+    b1 = src[i + 1]
+    if b == 0xC2:
+        return 2 if b1 == 0x85 or b1 == 0xA0 else 0
+    if i + 2 >= len(src):
+        return 0
+    b2 = src[i + 2]
+    if ((b == 0xE1 and b1 == 0x9A and b2 == 0x80)
+            or (b == 0xE2 and b1 == 0x80 and (b2 <= 0x8A or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF))
+            or (b == 0xE2 and b1 == 0x81 and b2 == 0x9F)
+            or (b == 0xE3 and b1 == 0x80 and b2 == 0x80)):
+        return 3
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _fold_lines(src, out):  # pragma: no cover - compiled; the tests run it with and without the JIT
+    """Each line of UTF-8 `src` (lines end at a newline only) folded as `" ".join(line.split())`
+    folds it, blank lines dropped, the rest joined by blank lines into `out` (`len(src) +
+    lines` bytes at most). Returns the length written."""
+    n = 0
+    size = len(src)
+    wrote = False  # a byte of this line written
+    owed = False  # a space to write before the next byte of a word
+    i = 0
+    while i < size:
+        b = src[i]
+        if b == 10:
+            wrote = False
+            owed = False
+            i += 1
+            continue
+        if b == 32 or 9 <= b <= 13 or 28 <= b <= 31:
+            owed = wrote
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xE3:
+            width = _wide_space(src, i)
+            if width:
+                owed = wrote
+                i += width
+                continue
+        if not wrote:
+            if n > 0:  # a line kept after another: a blank line between them
+                out[n] = 10
+                out[n + 1] = 10
+                n += 2
+        elif owed:
+            out[n] = 32
+            n += 1
+        out[n] = b
+        n += 1
+        wrote = True
+        owed = False
+        i += 1
+    return n
+
+
+def fold_lines(text: str) -> str:
+    """`"\\n\\n".join(line for line in (" ".join(l.split()) for l in text.split("\\n")) if line)`
+    in one compiled pass over the text's UTF-8, not calls per line."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return "\n\n".join(filter(None, map(" ".join, map(str.split, text.split("\n")))))
+    out = np.empty(len(data) + data.count(b"\n") + 1, np.uint8)
+    return out[:_fold_lines(data, out)].tobytes().decode("utf-8")
+
+
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
     _fold_bytes, _fold_blocks = AHEAD_OF_TIME.fold_bytes, AHEAD_OF_TIME.fold_blocks
+    _fold_lines = AHEAD_OF_TIME.fold_lines
 
 
 def _utf8_for_kernels(text: str) -> bytes | None:

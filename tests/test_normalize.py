@@ -17,6 +17,7 @@ from cdc.normalize import (
     _fold,
     _fold_section,
     content_parts,
+    fold_lines,
     normalize_text,
     text_blocks,
 )
@@ -226,3 +227,16 @@ TRICKY = st.sampled_from(list(" \t\n\r\x0b\x0c\x1c\x1f\x00\x07\x1b\x7f\x85\xa0\x
 def test_the_compiled_fold_agrees_with_the_per_character_path(text):
     assert _fold(text) == _by_characters(text)
     assert _fold(text * 3) == _by_characters(text * 3)  # long enough for the compiled pass
+
+
+WIDE_SPACES = "".join(chr(c) for c in range(0x80, 0x3001) if chr(c).isspace())
+
+
+NEAR_SPACES = st.sampled_from(list(WIDE_SPACES + "\u2027\u2030\u200c\u205e\xc2\xe3"))  # and their neighbours
+
+
+@given(st.text(TRICKY | NEAR_SPACES | st.characters(), max_size=300))
+@example("a\n\n b \u3000\n\u2029c\x85")
+def test_the_compiled_line_fold_is_folding_each_line_alone(text):
+    folded = (" ".join(line.split()) for line in text.split("\n"))
+    assert fold_lines(text) == "\n\n".join(line for line in folded if line)
