@@ -26,7 +26,7 @@ from datetime import datetime
 
 import duckdb
 
-from cdc.store.lookups import KEYS_PER_LOOKUP, _by_keys
+from cdc.store.lookups import _by_key_pairs, _by_keys
 from cdc.versions import Fetch, StoredGeneration, StoredState
 
 # Stored generations around each new fetch whose texts are read: from the one before the
@@ -113,24 +113,9 @@ def _outlines(connection: duckdb.DuckDBPyConnection, keys: list[str]) -> dict[st
     return outlines
 
 
-def _wanted_rows(connection: duckdb.DuckDBPyConnection, query: str,
-                 wanted: dict[str, set[int]]) -> list[tuple]:
-    """The rows of `query` (its first two columns: natural_key, generation) for the wanted
-    generations of each page, asked KEYS_PER_LOOKUP pages at a time through the key index."""
-    keys = sorted(key for key, generations in wanted.items() if generations)
-    rows = []
-    for start in range(0, len(keys), KEYS_PER_LOOKUP):
-        part = keys[start:start + KEYS_PER_LOOKUP]
-        numbers = sorted({generation for key in part for generation in wanted[key]})
-        found = connection.execute(query.format(keys=", ".join("?" * len(part)),
-                                                generations=", ".join("?" * len(numbers))), [*part, *numbers])
-        rows += [row for row in found.fetchall() if row[1] in wanted[row[0]]]
-    return rows
-
-
 def _texts(connection: duckdb.DuckDBPyConnection,
            wanted: dict[str, set[int]]) -> dict[tuple[str, int], bytes]:
-    return {(key, generation): text for key, generation, text in _wanted_rows(connection, """
+    return {(key, generation): text for key, generation, text in _by_key_pairs(connection, """
         SELECT natural_key, generation, encode(text) FROM generations
         WHERE natural_key IN ({keys}) AND generation IN ({generations}) AND text IS NOT NULL""", wanted)}
 
@@ -138,6 +123,6 @@ def _texts(connection: duckdb.DuckDBPyConnection,
 def _chunk_lists(connection: duckdb.DuckDBPyConnection,
                  wanted: dict[str, set[int]]) -> dict[tuple[str, int], tuple[bytes, list[int]]]:
     return {(key, generation): (digests, lengths)
-            for key, generation, digests, lengths in _wanted_rows(connection, """
+            for key, generation, digests, lengths in _by_key_pairs(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
         WHERE natural_key IN ({keys}) AND generation IN ({generations})""", wanted)}
