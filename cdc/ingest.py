@@ -63,7 +63,10 @@ __all__ = [
 ]
 
 BATCH_RECORDS = 4_000
-BATCH_BYTES = 64 << 20  # of input
+# Of input. A batch's records become several times their size in Python objects where they
+# are built: at 64 MB the corpus (47.5 MB of JSONL) was one batch and its ingest peaked at
+# 611 MB; at 16 MB it is three, and 397 MB (about 200 MB of it the imported libraries).
+BATCH_BYTES = 16 << 20
 # Of HTML, for WARC input: pages wait unextracted (cdc.warc.RawPage), and a batch's pages
 # become several times their text in Python strings and dicts where they are built. With
 # 16 MB, a 1 GB WARC ingest peaks at about 260 MB with two processes and the kernels
