@@ -33,7 +33,9 @@ What is measured:
      after it, inside the timed command.
    Wall times are medians; MB/s are of uncompressed WARC; CPU s is the median CPU time of
    the command and the processes it waited for (its helpers, a cluster's workers), which
-   shows when a peer did not get the cores it asked for on a shared machine.
+   shows when a peer did not get the cores it asked for on a shared machine. Peak MB is the
+   largest resident set of the command or one of its processes (`benchmarks/measured.py`), and
+   the yardstick before and after says how much of a second core the machine gave.
 3. Every store's data tables (`cdc.store.TABLES` and `fetches`) checked against the plain
    ingest's, row for row: FAIL, the first differing rows of each table, and exit status 1
    if one differs, or if a peer fails (its error is printed; a crash is not run again). The
@@ -56,18 +58,16 @@ import html
 import io
 import json
 import re
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import measured  # benchmarks/ is on sys.path when this file is run
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -330,24 +330,15 @@ def _shown(row: tuple) -> str:
     return text if len(text) <= 400 else text[:400] + "..."
 
 
-def ingest(shards: list[Path], store: Path,
-           flags: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+def ingest(shards: list[Path], store: Path, flags: list[str]) -> measured.Measured:
     """`python -m cdc --db STORE ingest --quiet FLAGS SHARD...` in a new process: its wall time,
-    the CPU time of it and the processes it waited for (its helpers, a cluster's workers), result."""
-    command = [sys.executable, "-m", "cdc", "--db", str(store), "ingest", "--quiet", *flags,
-               *map(str, shards)]
-    cpu = _children_cpu()
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    return time.perf_counter() - started, _children_cpu() - cpu, done
+    the CPU time of it and the processes it waited for (its helpers, a cluster's workers), its
+    peak resident memory (the largest of its processes), and its output (`measured.run`)."""
+    return measured.run([sys.executable, "-m", "cdc", "--db", str(store), "ingest", "--quiet", *flags,
+                         *map(str, shards)], ROOT)
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _failure(done: subprocess.CompletedProcess) -> str:
+def _failure(done: measured.Measured) -> str:
     """A failed ingest in a line: its exit status, the innermost frame and the error."""
     lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
     frames = [line for line in lines if line.startswith('File "')]
@@ -370,8 +361,12 @@ def main() -> None:
     if size < CRAWL_BYTES:
         sys.exit(f"FAIL: the crawl is {size / 1e6:.1f} MB, under {CRAWL_BYTES / 1e6:.0f} MB")
 
+    before = measured.yardstick()
+    print(f"yardstick before: 2 processes did {before:.2f}x the pure-Python work of 1 "
+          "(2.00: a free second core)")
     times: dict[str, list[float]] = {name: [] for name in PEERS}
     cpus: dict[str, list[float]] = {name: [] for name in PEERS}
+    peaks: dict[str, list[float]] = {name: [] for name in PEERS}
     failed: dict[str, str] = {}
     older: dict[str, int] = {}
     with tempfile.TemporaryDirectory(dir=ROOT / "data" / "bench") as work:
@@ -381,12 +376,13 @@ def main() -> None:
                 if name in failed:  # a crash is not noise: once is enough
                     continue
                 store = Path(work) / f"{round_}-{n}.duckdb"
-                elapsed, cpu, done = ingest(shards, store, flags)
+                done = ingest(shards, store, flags)
                 if done.returncode:
                     failed[name] = _failure(done)
                     continue
-                times[name].append(elapsed)
-                cpus[name].append(cpu)
+                times[name].append(done.wall)
+                cpus[name].append(done.cpu)
+                peaks[name].append(done.peak_mb)
                 stores[name].append(store)
                 if count := OLDER.search(done.stdout):
                     older.setdefault(name, int(count.group(1).replace(",", "")))
@@ -404,7 +400,7 @@ def main() -> None:
     if reference:
         print(f"{reference} put {older.get(reference, 0):,} of {crawl['records']:,} records in place "
               "as older than stored (the shards interleave)")
-    print(f"{'peer':<22}{'median s':>10}{'MB/s':>8}{'CPU s':>8}{'older':>8}   runs")
+    print(f"{'peer':<22}{'median s':>10}{'MB/s':>8}{'CPU s':>8}{'peak MB':>9}{'older':>8}   runs")
     medians = {}
     for name in PEERS:
         if name in failed:
@@ -413,7 +409,15 @@ def main() -> None:
         medians[name] = statistics.median(times[name])
         runs = " ".join(f"{t:.2f}" for t in times[name])
         print(f"{name:<22}{medians[name]:>10.2f}{size / 1e6 / medians[name]:>8.1f}"
-              f"{statistics.median(cpus[name]):>8.1f}{older.get(name, 0):>8,}   {runs}")
+              f"{statistics.median(cpus[name]):>8.1f}{max(peaks[name]):>9.0f}{older.get(name, 0):>8,}"
+              f"   {runs}")
+    after = measured.yardstick()
+    print(f"yardstick after: {after:.2f}x")
+    for label, slow, fast in (("--processes 2 over --processes 1", ONE_PROCESS, PLAIN),
+                              ("--workers 2 over --workers 1", "--workers 1", "--workers 2")):
+        if slow in medians and fast in medians:
+            print(f"speed-up, {label}: {medians[slow] / medians[fast]:.2f}x (target >= 1.6 where the "
+                  "yardstick shows a second core)")
     checked = ", ".join(CHECKED)
     if not reference:
         print("store check: no plain ingest finished: nothing to check against")

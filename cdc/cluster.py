@@ -43,7 +43,8 @@ import pyarrow as pa
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
 from cdc.extract import MAIN_CONTENT
-from cdc.ingest import IngestSummary, mark_revisits, reaching_back, share_out
+from cdc.histories import read_histories
+from cdc.ingest import IngestSummary, mark_revisits, outcome_tables, plan_pages, reaching_back, share_out
 from cdc.lifeline import die_with_parent
 from cdc.observations import (
     ShardReport,
@@ -54,6 +55,7 @@ from cdc.observations import (
     shard_report,
 )
 from cdc.store import Store, WriteBatch
+from cdc.versions import build_pages
 from cdc.warc import WarcSummary
 
 PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition; at least one per worker, and two
@@ -239,7 +241,7 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
             # wait forever.
             finished = as_completed(pending, with_results=True, loop=client.loop)
             for done in finished.batches():
-                batch = _load(store, done, finished, summary)
+                batch = _load(store, done, finished, summary, run, params)
                 if on_write:
                     on_write(batch)
                 if on_progress:
@@ -254,7 +256,8 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
     return summary
 
 
-def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary) -> WriteBatch:
+def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary, run: int = 0,
+          params: ChunkParams = DEFAULT_PARAMS) -> WriteBatch:
     """Append the rows of the compare tasks in `done` ((future, result) pairs), and of those
     in `finished` that end within LINGER_SECONDS while others still run, in one transaction.
 
@@ -271,16 +274,31 @@ def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary) ->
                 time.sleep(0.005)
             done = done + finished.next_batch(block=False)
         waited = time.perf_counter() - waiting
-        batch = _concatenated([result[0] for _, result in done])
+        rebuilt = [_rebuilt(store, connection, result[2], summary, run, params)
+                   for _, result in done if result[2]]
+        batch = _concatenated([result[0] for _, result in done] + rebuilt)
         store.write(connection, batch)
     summary.write_seconds += time.perf_counter() - started - waited
-    for future, (_, built) in done:
+    for future, (_, built, _) in done:
         future.release()
         summary.ingest.merge(built)
     summary.written += len(done)
     summary.rows += batch.rows
     summary.ingest.batches += 1
     return batch
+
+
+def _rebuilt(store: Store, connection, again: list[tuple[str, list[tuple]]], summary: ClusterSummary,
+             run: int, params: ChunkParams) -> WriteBatch:
+    """The rows of pages a compare task could not build with the texts next to their fetches
+    (`PageOutcome.incomplete`), built here with their whole histories; counted in `summary`."""
+    keys = [key for key, _ in again]
+    states, histories = store.page_states(connection, keys), store.page_histories(connection, keys)
+    pages = plan_pages(again, states, histories, run)
+    outcomes = build_pages(pages, params)
+    for outcome in outcomes:
+        summary.ingest.add(outcome)
+    return outcome_tables(outcomes)
 
 
 def _concatenated(batches: list[WriteBatch]) -> WriteBatch:
@@ -331,10 +349,14 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
         local = held.get(worker, [])
         states, histories = {}, {}
         if store:  # what the store holds of these pages, asked one partition at a time
-            earliest = client.submit(partition_keys, picked, local, buckets, pure=False, priority=1).result()
+            times = client.submit(partition_keys, picked, local, buckets, pure=False, priority=1).result()
             with store.reading() as connection:
-                states = store.page_states(connection, [key for key, _ in earliest])
-                histories = store.page_histories(connection, reaching_back(earliest, states))
+                states = store.page_states(connection, [key for key, _ in times])
+                back = set(reaching_back([(key, min(at)) for key, at in times], states))
+                # Of pages the partition reaches back into, the texts next to its fetches only.
+                histories = read_histories(connection, {key: at for key, at in times if key in back},
+                                           {key: (states[key].last_checked, states[key].retention_class)
+                                            for key in back})
         builds.append(client.submit(build_partition, picked, local, buckets, states, histories,
                                     params, run, pure=False, **_preferring(worker)))
     return builds

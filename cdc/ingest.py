@@ -27,12 +27,13 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content, chunks_from_lengths
+from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
 from cdc.collector import collector_paused
 from cdc.errors import InvalidUrlError
+from cdc.histories import read_histories
 from cdc.lifeline import follow_parent
 from cdc.sources import BadRecord, RawLine, SourceRecord
-from cdc.store import PageHistory, PageState, Store, WriteBatch, digest_list
+from cdc.store import PageHistory, PageState, Store, WriteBatch
 from cdc.urls import canonical_url, host_of
 from cdc.versions import (
     NEW,
@@ -62,7 +63,10 @@ __all__ = [
 ]
 
 BATCH_RECORDS = 4_000
-BATCH_BYTES = 64 << 20  # of input
+# Of input. A batch's records become several times their size in Python objects where they
+# are built: at 64 MB the corpus (47.5 MB of JSONL) was one batch and its ingest peaked at
+# 611 MB; at 16 MB it is three, and 397 MB (about 200 MB of it the imported libraries).
+BATCH_BYTES = 16 << 20
 # Of HTML, for WARC input: pages wait unextracted (cdc.warc.RawPage), and a batch's pages
 # become several times their text in Python strings and dicts where they are built. With
 # 16 MB, a 1 GB WARC ingest peaks at about 260 MB with two processes and the kernels
@@ -181,23 +185,31 @@ def triage(item: SourceRecord | RawLine | RawPage,
     return natural_key, retention_class, pending, parsed
 
 
-def _stored(state: PageState | None, history: PageHistory | None) -> StoredState | None:
-    """What `build_pages` knows of a page: its latest generation, or its whole history."""
+def _stored(state: PageState | None, history: PageHistory | StoredState | None) -> StoredState | None:
+    """What `build_pages` knows of a page: its latest generation, or its whole history (read
+    whole by `Store.page_histories`, or around the batch's fetches by `cdc.histories`)."""
     if state is None:
         return None
+    if isinstance(history, StoredState):
+        return history
     if history is None:
         generations = [StoredGeneration(state.latest_generation, state.last_fetched, state.content_digest,
                                         state.length, state.chunk_count, state.first_run, state.text,
-                                        chunks_from_lengths(state.chunk_digests, state.chunk_lengths)
+                                        (b"".join(state.chunk_digests), state.chunk_lengths)
                                         if state.text is not None else None, None)]
         return StoredState(state.last_checked, state.retention_class, generations, [], complete=False)
+    return _whole(state.last_checked, state.retention_class, history)
+
+
+def _whole(last_checked: datetime, retention_class: str | None, history: PageHistory) -> StoredState:
+    """A page's whole history as `Store.page_histories` reads it, every retained text in it."""
     generations = [StoredGeneration(row.generation, row.fetched_at, row.content_digest, row.length,
                                     row.chunk_count, row.first_run, row.text,
-                                    chunks_from_lengths(digest_list(row.digests), row.lengths)
+                                    (row.digests, row.lengths)
                                     if row.lengths is not None else None, row.previous)
                    for row in history.generations]
     fetches = [Fetch(*row) for row in history.fetches]
-    return StoredState(state.last_checked, state.retention_class, generations, fetches, complete=True)
+    return StoredState(last_checked, retention_class, generations, fetches, complete=True)
 
 
 def by_page(entries: list[tuple]) -> list[tuple[str, list[tuple]]]:
@@ -214,7 +226,7 @@ def reaching_back(earliest: Iterable[tuple[str, datetime]], states: dict[str, Pa
 
 
 def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageState],
-               histories: dict[str, PageHistory], run: int = 0) -> list[PageWork]:
+               histories: dict[str, PageHistory | StoredState], run: int = 0) -> list[PageWork]:
     """Each page's work: its records and what the store knows of it (the whole history of
     pages in `histories`, see `reaching_back`). The class of the page's latest record wins,
     else the stored one."""
@@ -232,11 +244,15 @@ def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageStat
 
 def read_pages(store: Store, connection, groups: list[tuple[str, list[tuple]]],
                run: int = 0) -> list[PageWork]:
-    """`plan_pages` for a batch's pages, with what `connection` holds of them."""
+    """`plan_pages` for a batch's pages, with what `connection` holds of them: of pages the
+    batch reaches back into, the texts next to its fetches only (`cdc.histories`)."""
     keys = [key for key, _ in groups]
     states = store.page_states(connection, keys)
     earliest = [(key, min(entry[2].fetched_at for entry in entries)) for key, entries in groups]
-    histories = store.page_histories(connection, reaching_back(earliest, states))
+    back = set(reaching_back(earliest, states))
+    times = {key: [entry[2].fetched_at for entry in entries] for key, entries in groups if key in back}
+    seen = {key: (states[key].last_checked, states[key].retention_class) for key in back}
+    histories = read_histories(connection, times, seen)
     return plan_pages(groups, states, histories, run)
 
 
@@ -290,6 +306,12 @@ def share_out(weights: Sequence[int], bins: int) -> list[list[int]]:
 def _weight(work: PageWork) -> int:
     return sum(record.size for record in work.records) + sum(
         len(generation.text or b"") for generation in (work.state.generations if work.state else []))
+
+
+def _parsed_here(work: PageWork, parsed: dict[int, dict | None]) -> PageWork:
+    """A page's work with the records this process parsed already, for a build here."""
+    return replace(work, records=[replace(record, payload=parsed[record.sequence] or record.payload)
+                                  for record in work.records])
 
 
 class _Columns:
@@ -488,6 +510,8 @@ class Ingester:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
             parsed = {entry[2].sequence: entry[3] for entry in batch}
             outcomes = self._build(pages, size, parsed)
+            if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:
+                self._rebuild(pages, outcomes, again, parsed)
             for outcome in outcomes:
                 self.summary.add(outcome)
             tables = outcome_tables(outcomes)
@@ -496,13 +520,26 @@ class Ingester:
         if self.on_write:
             self.on_write(tables)
 
+    def _rebuild(self, pages: list[PageWork], outcomes: list[PageOutcome], again: list[int],
+                 parsed: dict[int, dict | None]) -> None:
+        """Build again, in this process and with their whole histories, the pages `again`
+        whose build needed a stored text that was not read with them (`cdc.histories`)."""
+        keys = [pages[number].natural_key for number in again]
+        with self.store.writing() as connection:
+            histories = self.store.page_histories(connection, keys)
+        whole = [_parsed_here(replace(pages[number], state=_whole(pages[number].state.last_seen,
+                                                                   pages[number].state.retention_class,
+                                                                   histories[key])), parsed)
+                 for number, key in zip(again, keys)]
+        for number, outcome in zip(again, build_pages(whole, self.params)):
+            outcomes[number] = outcome
+
     def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None]) -> list[PageOutcome]:
         """`build_pages` in this process, or spread over worker processes by size. Pages built
         here use the records parsed already; pages sent to a worker travel as raw lines."""
 
         def parsed_here(work: PageWork) -> PageWork:
-            return replace(work, records=[replace(r, payload=parsed[r.sequence] or r.payload)
-                                          for r in work.records])
+            return _parsed_here(work, parsed)
 
         if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
             return build_pages([parsed_here(work) for work in pages], self.params)

@@ -37,7 +37,7 @@ from cdc.normalize import content_digest
 from cdc.sources import BadRecord, one_line
 from cdc.store import PageHistory, PageState, WriteBatch
 from cdc.urls import host_of
-from cdc.versions import Pending, Prepared, build_pages, content_of
+from cdc.versions import Pending, Prepared, StoredState, build_pages, content_of
 from cdc.warc import Revisit, WarcSummary
 
 OBSERVE_BATCH = 2_000  # records normalised and chunked together (chunk_many's fixed cost)
@@ -157,28 +157,31 @@ def _bucket_rows(observed: Observed, buckets: list[int]) -> pa.Array:
 
 
 def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]],
-                   buckets: list[int]) -> list[tuple[str, datetime]]:
+                   buckets: list[int]) -> list[tuple[str, list[datetime]]]:
     """The distinct natural keys of one partition's observations (see build_partition), each
-    with its earliest fetch: what the store is asked about (`cdc.ingest.reaching_back`).
-    Gathered one partition at a time, so the client never holds the keys of the whole crawl."""
-    earliest: dict[str, datetime] = {}
+    with its fetch times: what the store is asked about (`cdc.ingest.reaching_back`, and the
+    texts next to those times, `cdc.histories`). Gathered one partition at a time, so the
+    client never holds the keys of the whole crawl."""
+    times: dict[str, list[datetime]] = {}
     tables = [table.select(["natural_key", "fetched_at"]) for table in picked]
     tables += [observed.table.select(["natural_key", "fetched_at"]).take(_bucket_rows(observed, buckets))
                for _, observed in held]  # the keys and times alone: the rest stays where it is
     for table in tables:
         columns = (table.column(name).to_pylist() for name in ("natural_key", "fetched_at"))
         for key, fetched_at in zip(*columns):
-            if key not in earliest or fetched_at < earliest[key]:
-                earliest[key] = fetched_at
-    return sorted(earliest.items())
+            times.setdefault(key, []).append(fetched_at)
+    return sorted(times.items())
 
 
 @collector_paused
 def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]], buckets: list[int],
-                    states: dict[str, PageState], histories: dict[str, PageHistory],
-                    params: ChunkParams = DEFAULT_PARAMS, run: int = 0) -> tuple[WriteBatch, IngestSummary]:
+                    states: dict[str, PageState], histories: dict[str, PageHistory | StoredState],
+                    params: ChunkParams = DEFAULT_PARAMS, run: int = 0
+                    ) -> tuple[WriteBatch, IngestSummary, list[tuple[str, list[tuple]]]]:
     """The rows one partition's pages add, from their observations and what the store holds
-    of them (`states`, `histories`: `Store.page_states`, `Store.page_histories`).
+    of them (`states`, `histories`: `Store.page_states`, and `cdc.histories.read_histories`
+    or `Store.page_histories`); and the pages to build again with their whole histories
+    (`PageOutcome.incomplete`), with their records, for the writer to build.
 
     The observations are the partition's rows picked out of other workers' shards
     (`picked`), and its `buckets` of the shards this worker holds (`held`), taken here: those
@@ -193,8 +196,11 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
         prepared = Prepared(text, digest, chunks_from_lengths(digests, lengths))
         pending = Pending(sequence, source, line, url, fetched_at, prepared, size)
         entries.append((key, retention_class, pending))
-    outcomes = build_pages(plan_pages(by_page(entries), states, histories, run), params)
+    groups = by_page(entries)
+    outcomes = build_pages(plan_pages(groups, states, histories, run), params)
     summary = IngestSummary()
     for outcome in outcomes:
-        summary.add(outcome)
-    return outcome_tables(outcomes), summary
+        if not outcome.incomplete:
+            summary.add(outcome)
+    again = [group for group, outcome in zip(groups, outcomes) if outcome.incomplete]
+    return outcome_tables([outcome for outcome in outcomes if not outcome.incomplete]), summary, again

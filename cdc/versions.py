@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from cdc.chunking import Chunk, ChunkParams, chunk_many
-from cdc.chunks import stored_columns
+from cdc.chunks import DIGEST_SIZE, chunks_from_lengths, stored_columns
 from cdc.collector import collector_paused
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
@@ -131,7 +131,8 @@ class StoredGeneration:
     chunk_count: int
     first_run: int | None
     text: bytes | None
-    chunks: list[Chunk] | None
+    chunks: tuple[bytes, list[int]] | None  # its chunk list as stored: the digests end to end, the
+    # lengths (made into Chunks where the page is built: a list of tuples travels far slower)
     previous: int | None  # the previous generation its change row was measured against
 
 
@@ -141,7 +142,9 @@ class StoredState:
 
     `generations` are all of them and `fetches` every fetch, in fetch order, when the batch
     reaches back before the page's latest fetch (`complete`); otherwise `generations` is the
-    latest alone and `fetches` is empty: nothing before it can change.
+    latest alone and `fetches` is empty: nothing before it can change. A complete state may
+    leave out texts and chunk lists far from the batch's fetches (`cdc.histories`): `unread`
+    holds their digests, and a build that needs one marks its page `incomplete`.
     """
 
     last_seen: datetime  # the page's latest fetch (pages.last_checked)
@@ -149,6 +152,7 @@ class StoredState:
     generations: list[StoredGeneration]
     fetches: list[Fetch]
     complete: bool
+    unread: frozenset[bytes] = frozenset()
 
     @property
     def latest(self) -> StoredGeneration:
@@ -185,6 +189,7 @@ class PageOutcome:
     same_time: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
     bad: list[BadRecord] = field(default_factory=list)
     new_page: bool = False
+    incomplete: bool = False  # it needed a stored text that was not read: build it again with all
 
     @property
     def added_generations(self) -> int:
@@ -307,20 +312,45 @@ def _plan(work: PageWork, contents: dict[int, bytes], outcome: PageOutcome) -> _
     return _Plan(segments, first_kept, by_digest, prepared)
 
 
+class _Held(dict):
+    """Texts or chunks by digest. Asking for one the store retains but did not send
+    (`StoredState.unread`) is noted in `missed`: the page is then built again with them all."""
+
+    def __init__(self, items: dict, unread: frozenset[bytes]):
+        super().__init__(items)
+        self.unread = unread
+        self.missed = False
+
+    def __contains__(self, digest: object) -> bool:
+        if dict.__contains__(self, digest):
+            return True
+        self.missed |= digest in self.unread
+        return False
+
+    def get(self, digest: bytes, default=None):
+        return dict.__getitem__(self, digest) if digest in self else default
+
+
 class _Versions:
     """The text and chunks of each content a page's history holds, from the batch or the
     store: identical content has one digest, so any generation of it serves."""
 
     def __init__(self, work: PageWork, plan: _Plan):
-        self.texts = dict(plan.contents)
-        self.chunks = dict(plan.prepared)
+        unread = work.state.unread if work.state else frozenset()
+        self.texts = _Held(plan.contents, unread)
+        self.chunks = _Held(plan.prepared, unread)
         self.sizes: dict[bytes, tuple[int, int]] = {}
         for stored in work.state.generations if work.state else []:
             self.sizes.setdefault(stored.digest, (stored.length, stored.chunk_count))
             if stored.text is not None:
                 self.texts.setdefault(stored.digest, stored.text)
-            if stored.chunks is not None:
-                self.chunks.setdefault(stored.digest, stored.chunks)
+            if stored.chunks is not None and not dict.__contains__(self.chunks, stored.digest):
+                self.chunks[stored.digest] = _chunks_of(*stored.chunks)
+
+    @property
+    def missed(self) -> bool:
+        """Whether the page asked for a stored text or chunk list that was not read."""
+        return self.texts.missed or self.chunks.missed
 
     def size(self, digest: bytes) -> tuple[int, int]:
         """(length, chunk count) of a content."""
@@ -335,6 +365,12 @@ class _Versions:
         if old in self.chunks and new in self.chunks:
             return compare(self.chunks[old], self.chunks[new]), CHUNKS
         return None, DIGESTS
+
+
+def _chunks_of(digests: bytes, lengths: list[int]) -> list[Chunk]:
+    """The chunks of a stored chunk list: its digests end to end, and its lengths."""
+    return chunks_from_lengths([digests[at:at + DIGEST_SIZE] for at in range(0, len(digests), DIGEST_SIZE)],
+                               lengths)
 
 
 def _remeasured(plan: _Plan, number: int) -> bool:
@@ -382,9 +418,11 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
     contents = [versions.texts[digest] for versions, digest in wanted]
     for (versions, digest), chunks in zip(wanted, chunk_many(contents, params, threads=1)):
         versions.chunks[digest] = chunks
-    for work, outcome, entry in zip(pages, outcomes, planned):
+    for number, (work, outcome, entry) in enumerate(zip(pages, outcomes, planned)):
         if entry is not None:
             _emit(work, *entry, outcome)
+            if entry[1].missed:
+                outcomes[number] = PageOutcome(work.natural_key, incomplete=True)
     return outcomes
 
 

@@ -276,3 +276,28 @@ def test_cluster_options_are_checked(tmp_path, shards, capsys, option):
         main(["--db", str(tmp_path / "s.duckdb"), "ingest", *option, str(shards[0])])
     assert stopped.value.code == EXIT_USAGE and not (tmp_path / "s.duckdb").exists()
     assert "--workers" in capsys.readouterr().err
+
+
+def test_a_cluster_ingest_reaching_back_into_stored_histories_writes_the_single_process_store(
+        client, tmp_path):
+    """Pages with six retained versions stored; shards that put fetches in their place, one
+    between two versions (the texts next to it are read) and one before them all with the
+    last version's content (not read: the observation brings its own text and chunks). The
+    same store as the single process's, which builds the second page again with its whole
+    history."""
+    from cdc.store import RetentionPolicy
+
+    bodies = crawlgen.page_versions(11, 7)
+    urls = [f"https://back.example/p{n}" for n in range(2)]
+    stored = [crawlgen.record(url, 2 * v + 2, body) for url in urls for v, body in enumerate(bodies[:6])]
+    late = [crawlgen.record(urls[0], 3, bodies[6]), crawlgen.record(urls[1], 0, bodies[5])]
+    base = Store(tmp_path / "base.duckdb")
+    base.set_retention(RetentionPolicy(10))
+    Ingester(base).run(input_items(str(crawlgen.write_jsonl(tmp_path / "stored.jsonl", stored)), "main", [],
+                                   WarcSummary()))
+    shards = [crawlgen.write_jsonl(tmp_path / f"late-{n}.jsonl", [record]) for n, record in enumerate(late)]
+    expected = single_process(base.path, tmp_path, shards)
+    store = copy_store(base.path, tmp_path / "cluster.duckdb")
+    summary = cluster_ingest(client, [str(shard) for shard in shards], store)
+    assert summary.ingest.older == 2 and not summary.failed
+    assert without_runs(rows(store.path)) == without_runs(expected)

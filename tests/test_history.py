@@ -252,3 +252,55 @@ def test_retention_keeps_the_newest_by_fetch_time_after_a_backfill(tmp_path, kee
     ingest(store, records[:3])
     history = store.generations(crawlgen.record("https://shop0.example/item/0", 0, "")["url"])
     assert [g.retained for g in history] == [False] * (6 - keep) + [True] * keep
+
+
+def test_a_fetch_put_in_place_reads_only_the_texts_next_to_it(tmp_path):
+    """Of a page with six retained generations, a fetch put in place between the first two
+    reads the texts around it, and the rows are those of an in-order ingest."""
+    from cdc.histories import read_histories
+
+    versions = bodies(7, 7)
+    hours = [10, 30, 50, 70, 90, 110]
+    store = Store(tmp_path / "late.duckdb")
+    store.set_retention(RetentionPolicy(10))
+    ingest(store, records_of([(URL, hour, body) for hour, body in zip(hours, versions[:6])]))
+    late = records_of([(URL, 20, versions[6])])
+    fetched_at = datetime.fromisoformat(late[0]["fetched_at"]).astimezone(UTC).replace(tzinfo=None)
+    with store.reading() as connection:
+        state = store.page_states(connection, [URL])[URL]
+        read = read_histories(connection, {URL: [fetched_at]}, {URL: (state.last_checked, None)})[URL]
+    assert len(read.generations) == 6
+    # The one it falls in (the first) and the two after; none before it.
+    assert [generation.text is not None for generation in read.generations] == [True] * 3 + [False] * 3
+    assert len(read.unread) == 3
+    ingest(store, late)
+    in_order = Store(tmp_path / "in-order.duckdb")
+    in_order.set_retention(RetentionPolicy(10))
+    ingest(in_order, records_of([(URL, hour, body) for hour, body in
+                                 sorted([*zip(hours, versions[:6]), (20, versions[6])])]))
+    assert without_runs(rows(store.path)) == without_runs(rows(in_order.path))
+
+
+def test_a_fetch_that_needs_a_text_far_from_it_is_built_again_with_the_whole_history(tmp_path, monkeypatch):
+    """Content fetched again before the first generation, the same as the last one's: its
+    chunks are the last generation's, which were not read around it, so the page is built
+    again with every text, and the store ends as the in-order ingest's."""
+    versions = bodies(8, 5)
+    fetches = [(URL, 10 * (n + 1), body) for n, body in enumerate(versions)]
+    store = Store(tmp_path / "late.duckdb")
+    store.set_retention(RetentionPolicy(10))
+    ingest(store, records_of(fetches))
+    rebuilt = []
+    rebuild = Ingester._rebuild
+
+    def noting(self, pages, outcomes, again, parsed):  # the real rebuild, its pages noted
+        rebuilt.extend(pages[number].natural_key for number in again)
+        rebuild(self, pages, outcomes, again, parsed)
+
+    monkeypatch.setattr(Ingester, "_rebuild", noting)
+    ingest(store, records_of([(URL, 1, versions[-1])]))
+    assert rebuilt == [URL]
+    in_order = Store(tmp_path / "in-order.duckdb")
+    in_order.set_retention(RetentionPolicy(10))
+    ingest(in_order, records_of([(URL, 1, versions[-1]), *fetches]))
+    assert without_runs(rows(store.path)) == without_runs(rows(in_order.path))

@@ -42,6 +42,23 @@ def _by_keys(connection: duckdb.DuckDBPyConnection, query: str, keys: Sequence[s
     return rows
 
 
+def _by_key_pairs(connection: duckdb.DuckDBPyConnection, query: str,
+                  wanted: dict[str, set[int]]) -> list[tuple]:
+    """The rows of `query` (its first two columns: natural_key, generation) for the wanted
+    generations of each page, asked `KEYS_PER_LOOKUP` pages at a time through the key index:
+    `{keys}` and `{generations}` become bound parameters, and rows of a page's other
+    generations that the group's numbers also match are dropped here."""
+    keys = sorted(key for key, generations in wanted.items() if generations)
+    rows: list[tuple] = []
+    for start in range(0, len(keys), KEYS_PER_LOOKUP):
+        part = keys[start:start + KEYS_PER_LOOKUP]
+        numbers = sorted({generation for key in part for generation in wanted[key]})
+        found = connection.execute(query.format(keys=", ".join("?" * len(part)),
+                                                generations=", ".join("?" * len(numbers))), [*part, *numbers])
+        rows += [row for row in found.fetchall() if row[1] in wanted[row[0]]]
+    return rows
+
+
 def _one(result: duckdb.DuckDBPyConnection) -> tuple | None:
     """The first row of a query, reading the result to its end (DuckDB wants it finished)."""
     rows = result.fetchall()

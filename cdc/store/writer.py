@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from cdc.errors import StoreError
 from cdc.store.layout import content_chunk_rows, digest_list
-from cdc.store.lookups import _by_keys, _key_table, _one, _registered
+from cdc.store.lookups import _by_key_pairs, _by_keys, _key_table, _one, _registered
 
 DEFAULT_KEEP = 3
 # Up to this many pages a batch, ingest reads their state through the index; beyond, in one
@@ -128,26 +128,23 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
 
     Each table is looked up alone, by key, so DuckDB answers from its index and reads only
     the blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB
-    WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) A
-    page's older retained generations are read too, and dropped here.
+    WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) Only
+    the latest generation's rows are asked for: within a run every text is retained, and
+    reading a page's older ones too made a batch's peak memory grow with the run's input.
     """
     pages = _by_keys(connection, """
         SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
         FROM pages WHERE natural_key IN ({keys})
     """, keys)
-    latest = {row[0]: row[2] for row in pages}
-
-    def of_latest(row: tuple) -> bool:
-        return latest.get(row[0]) == row[1]
-
-    generations = {key: rest for key, _, *rest in _by_keys(connection, """
+    latest = {row[0]: {row[2]} for row in pages}
+    generations = {key: rest for key, _, *rest in _by_key_pairs(connection, """
         SELECT natural_key, generation, content_digest, encode(text), length, chunk_count, first_run
-        FROM generations WHERE natural_key IN ({keys})
-    """, keys, of_latest)}
-    chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_keys(connection, """
+        FROM generations WHERE natural_key IN ({keys}) AND generation IN ({generations})
+    """, latest)}
+    chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_key_pairs(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
-        WHERE natural_key IN ({keys})
-    """, keys, of_latest)}
+        WHERE natural_key IN ({keys}) AND generation IN ({generations})
+    """, latest)}
     return pages, generations, chunks
 
 

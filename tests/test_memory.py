@@ -1,0 +1,65 @@
+"""Ingest streams: its peak memory does not grow with the input. A generated JSONL of many
+MB is ingested by `Ingester` in a process of its own, and its peak resident set (from
+`ru_maxrss`) is held against the same ingest of a tenth of it: holding the larger input whole,
+or anything of each of its records, would add more than the bound.
+
+Each page has hundreds of versions in the input, all retained within the run, so a batch
+that read each page's older texts (as the latest generation's look-up once did) grows with
+the input too. The store keeps every generation's text here: the trim at the run's end
+(`Store.finish_run`) rewrites the texts it drops in one transaction, which takes memory in
+proportion to them, a cost of the store's and not of the streaming measured here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests import crawlgen, textgen
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE_BYTES = 12_000  # of text a record
+BATCH = 500  # records a batch, so that the large input is many batches
+
+
+def write_input(path: Path, records: int) -> int:
+    """`records` records of 20 pages, each version with new text; the file's size."""
+    with path.open("w") as stream:
+        for number in range(records):
+            url = f"https://memory.example/page{number % 20}"
+            body = textgen.text(number, PAGE_BYTES).decode()
+            record = crawlgen.record(url, 0, body, with_boilerplate=False) | {
+                "fetched_at": (crawlgen.START + timedelta(minutes=number)).isoformat()}
+            stream.write(json.dumps(record) + "\n")
+    return path.stat().st_size
+
+
+def peak_mb(store: Path, source: Path, processes: int) -> float:
+    """The peak resident set of an ingest of `source` in a new process, as it stood after its
+    last batch (before the run's end: see the module docstring)."""
+    script = ("import resource, sys; from cdc.ingest import Ingester; from cdc.sources import iter_records; "
+              "from cdc.store import RetentionPolicy, Store; store = Store(sys.argv[1]); "
+              "store.set_retention(RetentionPolicy(100_000)); peaks = []; "
+              "note = lambda _: peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+              f"Ingester(store, batch_records={BATCH}, workers={processes}, on_batch=note)"
+              ".run(iter_records(sys.argv[2])); print(peaks[-1])")
+    done = subprocess.run([sys.executable, "-c", script, str(store), str(source)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.split()[-1]) * 1024 / 1e6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_peak_memory_of_an_ingest_does_not_grow_with_its_input(tmp_path, processes):
+    small = write_input(tmp_path / "small.jsonl", 600)
+    large = write_input(tmp_path / "large.jsonl", 6_000)
+    assert large > 70e6
+    small_peak = peak_mb(tmp_path / "small.duckdb", tmp_path / "small.jsonl", processes)
+    large_peak = peak_mb(tmp_path / "large.duckdb", tmp_path / "large.jsonl", processes)
+    # The larger input is 65 MB more of JSONL: held whole it would add at least that.
+    assert large_peak - small_peak < (large - small) / 1e6 / 3, (small_peak, large_peak)
