@@ -39,7 +39,11 @@ def kernels() -> list[tuple]:
         ("fold_bytes", i8(text, vector(u1)), "cdc.normalize", "_fold_bytes"),
         ("fold_blocks", i8(text, vector(u1)), "cdc.normalize", "_fold_blocks"),
         ("scan_words", i8(text, vector(i8), vector(i8), vector(u8), vector(i8), vector(i8), vector(i8)),
-         "cdc.refine", "_scan_words"),
+         "cdc.words", "_scan_words"),
+        ("count_chunk_words", i8(text, vector(i8), vector(i8), i8), "cdc.words", "_count_chunk_words"),
+        ("is_token_boundary", types.boolean(text, i8), "cdc.words", "is_token_boundary"),
+        ("common_prefix", i8(text, text), "cdc.words", "common_prefix"),
+        ("common_suffix", i8(text, text, i8), "cdc.words", "common_suffix"),
     ]
 
 

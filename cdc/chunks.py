@@ -20,6 +20,8 @@ DIGEST_SIZE = 16
 RECORD_FIELDS = 5  # int64 words per record
 RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
 DIGEST_AT = 24  # byte offset of the digest within a record
+RECORD_DTYPE = np.dtype([("index", "=i8"), ("offset", "=i8"), ("length", "=i8"),
+                         ("digest", f"V{DIGEST_SIZE}")])  # the same, as NumPy reads it
 
 
 class Chunk(NamedTuple):
@@ -116,6 +118,12 @@ class Chunks(Sequence[Chunk]):
 
     def _column(self, column: int) -> np.ndarray:
         return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)[:, column]
+
+    @property
+    def records(self) -> np.ndarray:
+        """The records as a structured array (index, offset, length, digest), read-only,
+        no copy: a field's `tolist()` gives the digests as `bytes` without a Chunk each."""
+        return np.frombuffer(self._data, RECORD_DTYPE)
 
     @property
     def offsets(self) -> np.ndarray:
