@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import operator
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import NamedTuple
 
@@ -98,6 +98,12 @@ class Chunks(Sequence[Chunk]):
             raise IndexError("chunk index out of range")
         return _new_chunk(RECORD.unpack_from(self._data, i * size))
 
+    def take(self, positions: Iterable[int]) -> list[Chunk]:
+        """The chunks at these positions (each in range, not negative), without the
+        checks of indexing one at a time."""
+        size, data, unpack = RECORD.size, self._data, RECORD.unpack_from
+        return [_new_chunk(unpack(data, i * size)) for i in positions]
+
     def __iter__(self) -> Iterator[Chunk]:
         return map(_new_chunk, RECORD.iter_unpack(self._data))
 
@@ -116,8 +122,14 @@ class Chunks(Sequence[Chunk]):
     def __reduce__(self):
         return Chunks, (bytes(self._data),)
 
+    @property
+    def table(self) -> np.ndarray:
+        """The records as int64 rows of RECORD_FIELDS (index, offset, length, then the
+        digest's two words), read-only, no copy."""
+        return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)
+
     def _column(self, column: int) -> np.ndarray:
-        return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)[:, column]
+        return self.table[:, column]
 
     @property
     def records(self) -> np.ndarray:

@@ -160,7 +160,7 @@ def _spans(opcodes: list[tuple], old: _Side, new: _Side, moved_old: set[int],
     chunks after each up to the next, for `refine`."""
 
     def kept(side: _Side, i: int, moved: set[int]) -> Chunk | None:
-        return side.chunks[i] if 0 <= i < len(side.digests) and i not in moved else None
+        return side.pick((i,))[0] if 0 <= i < len(side.digests) and i not in moved else None
 
     runs = stretches(opcodes)
     ends = [(i1, j1) for i1, _, j1, _ in runs[1:]] + [(i2, j2) for _, i2, _, j2 in runs[-1:]]
@@ -217,6 +217,8 @@ class _Side:
 
     def pick(self, positions: list[int]) -> list[Chunk]:
         """The chunks at these positions."""
+        if isinstance(self.chunks, Chunks):
+            return self.chunks.take(positions)
         chunks = self.chunks
         return [chunks[k] for k in positions]
 

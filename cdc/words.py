@@ -30,9 +30,9 @@ class Words:
     those at the edges of a change are ever looked at from Python."""
 
     hashes: array
-    begins: array
-    ends: array
-    pieces: array
+    begins: list[int]
+    ends: list[int]
+    pieces: list[int]
 
 
 # What a character is to the word scan. A token is a run of WORD characters (with any MARKs
@@ -196,46 +196,50 @@ _next_token_compiled = njit(inline="always")(_next_token)
 
 
 @njit(cache=True, nogil=True)
-def _scan_words(text, starts, stops, hashes, begins, ends, pieces):  # pragma: no cover - compiled
-    """Find the tokens of each piece `starts[k]:stops[k]` of `text` (see `_char_class`),
-    writing each one's hash, start, end and piece number; returns how many."""
+def _scan_words(text, pieces, hashes, table):  # pragma: no cover - compiled
+    """Find the tokens of each piece `pieces[k, 0]:pieces[k, 1]` of `text` (see
+    `_char_class`), writing each one's hash into `hashes` and its start, end and piece
+    number into rows 1 to 3 of `table`; returns how many."""
     count = 0
-    for piece in range(len(starts)):
-        i, stop = starts[piece], stops[piece]
+    for piece in range(len(pieces)):
+        i, stop = pieces[piece, 0], pieces[piece, 1]
         while i < stop:
             first, i = _next_token_compiled(text, i, stop)
             if first >= stop:
                 break
             hashes[count] = xxh3_64_of(text, first, i - first)
-            begins[count], ends[count], pieces[count] = first, i, piece
+            table[1, count], table[2, count], table[3, count] = first, i, piece
             count += 1
     return count
 
 
 @njit(cache=True, nogil=True)
-def _count_chunk_words(text, starts, ends, enough):  # pragma: no cover - compiled
-    """How many tokens the chunks `starts[k]:ends[k]` hold, byte-adjacent chunks scanned as
+def _count_chunk_words(text, chunks, enough):  # pragma: no cover - compiled
+    """How many tokens the chunks hold (a row each: offset in column 1, length in 2, as
+    in a chunk record), byte-adjacent chunks scanned as
     one piece; with `enough` >= 0, counted a few chunks at a time (one, two, four, ...) and
     no further once that many are found. A token that the boundary between two groups
     cuts counts once. (-1: no `enough`.)"""
-    total = len(starts)
+    total = len(chunks)
     count, done = 0, 0
     batch = 1 if enough >= 0 else total
     while done < total and (enough < 0 or count < enough):
         stop_at = min(done + batch, total)
         k = done
         while k < stop_at:
-            i, stop = starts[k], ends[k]
+            i, stop = chunks[k, 1], chunks[k, 1] + chunks[k, 2]
             k += 1
-            while k < stop_at and starts[k] == stop:
-                stop = ends[k]
+            while k < stop_at and chunks[k, 1] == stop:
+                stop = chunks[k, 1] + chunks[k, 2]
                 k += 1
             while i < stop:
                 first, i = _next_token_compiled(text, i, stop)
                 if first >= stop:
                     break
                 count += 1
-        if done and ends[done - 1] == starts[done] and not _is_token_boundary_compiled(text, starts[done]):
+        start = chunks[done, 1]
+        if (done and chunks[done - 1, 1] + chunks[done - 1, 2] == start
+                and not _is_token_boundary_compiled(text, start)):
             count -= 1
         done = stop_at
         batch *= 2
@@ -270,27 +274,29 @@ if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.ao
     common_suffix = AHEAD_OF_TIME.common_suffix
 
 
-def _scan(text: bytes, pieces: list[list[int]]) -> tuple[np.ndarray, int]:
-    """The word scan of the pieces: its table (hash, start, end, piece; a column a row) and
-    how many words it holds."""
+def _scan(text: bytes, pieces: list[list[int]]) -> tuple[np.ndarray, np.ndarray, int]:
+    """The word scan of the pieces: the hashes, a table whose rows 1 to 3 hold each word's
+    start, end and piece number, and how many words they hold."""
     capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
     found = np.empty((4, capacity), np.uint64)
-    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
-                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
-    return found, count
+    table = found.view(np.int64)
+    count = _scan_words(text, np.array(pieces, np.int64).reshape(-1, 2), found[0], table)
+    return found[0], table, count
+
 
 def words_of(text: bytes, pieces: list[list[int]]) -> Words:
     """The words of the pieces of `text`, found in one compiled pass.
 
     A word is known by the low 64 bits of its XXH3 digest: rapidfuzz compares the items of
     a sequence by hash anyway (Python's `hash` of each `bytes`, before), and reads an
-    `array` of them without a Python object per word.
+    `array` of them without a Python object per word. Starts, ends and piece numbers are
+    lists (one call makes them): only those at the edges of a change are read, from Python.
     """
-    found, count = _scan(text, pieces)
-    hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
-    for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
-        column.frombytes(values.tobytes())  # copied: an exported buffer could not shrink
-    return Words(hashes, begins, ends, numbers)
+    hashes, table, count = _scan(text, pieces)
+    words = array("Q")
+    words.frombytes(hashes[:count].tobytes())  # copied: an exported buffer could not shrink
+    begins, ends, numbers = table[1:, :count].tolist()
+    return Words(words, begins, ends, numbers)
 
 
 def word_table(text: bytes, pieces: list[list[int]]) -> list[list[int]]:
@@ -300,21 +306,13 @@ def word_table(text: bytes, pieces: list[list[int]]) -> list[list[int]]:
     return [list(row) for row in zip(words.hashes, words.begins, words.ends, words.pieces)]
 
 
-def chunk_bounds(chunks: Sequence) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (int64 arrays) of each chunk of a `Chunks` or a list of `Chunk`."""
-    offsets = getattr(chunks, "offsets", None)
-    if offsets is not None:
-        return offsets, offsets + chunks.lengths
-    starts = np.array([chunk.offset for chunk in chunks], np.int64)
-    return starts, starts + np.array([chunk.length for chunk in chunks], np.int64)
-
-
 def count_words(text: bytes, chunks: Sequence, enough: int | None = None) -> int:
     """How many tokens the chunks (a `Chunks` or a list of `Chunk`) hold, in one compiled
     call; given `enough`, counted a few chunks at a time and no further once that many are
     found (see `_count_chunk_words`)."""
     if not len(chunks):
         return 0
-    starts, ends = chunk_bounds(chunks)
-    return int(_count_chunk_words(text, np.ascontiguousarray(starts), np.ascontiguousarray(ends),
-                                  -1 if enough is None else enough))
+    table = getattr(chunks, "table", None)
+    if table is None:
+        table = np.array([(0, chunk.offset, chunk.length) for chunk in chunks], np.int64)
+    return int(_count_chunk_words(text, table, -1 if enough is None else enough))
