@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import NamedTuple
 
+import numpy as np
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
@@ -403,21 +404,20 @@ def _token_moves(regions: list[_Region]) -> list[tuple[int, int, int, int, int, 
             or sum(j2 - j1 for _, (_, _, j1, j2) in changes) < MIN_MOVE_TOKENS):
         return []  # too few tokens on one side for any move (what `find_moves` checks first)
     old_hashes, new_hashes = array("Q"), array("Q")
-    old_groups: list[int] = []
-    new_groups: list[int] = []
     old_where: list[tuple[int, int, int]] = []  # per group: region, first word, first position
     new_where: list[tuple[int, int, int]] = []
-    for group, (r, (i1, i2, j1, j2)) in enumerate(changes):
+    for r, (i1, i2, j1, j2) in changes:
         old_where.append((r, i1, len(old_hashes)))
         new_where.append((r, j1, len(new_hashes)))
         old_hashes.extend(regions[r].old.hashes[i1:i2])
         new_hashes.extend(regions[r].new.hashes[j1:j2])
-        old_groups += [group] * (i2 - i1)
-        new_groups += [group] * (j2 - j1)
+    numbers = np.arange(len(changes))  # each token's group: its change's number, as an array
+    old_groups = np.repeat(numbers, [i2 - i1 for _, (i1, i2, _, _) in changes])
+    new_groups = np.repeat(numbers, [j2 - j1 for _, (_, _, j1, j2) in changes])
     found = []
     for i1, i2, j1, j2 in find_moves(old_hashes, old_groups, new_hashes, new_groups):
-        old_region, old_first, old_base = old_where[old_groups[i1]]
-        new_region, new_first, new_base = new_where[new_groups[j1]]
+        old_region, old_first, old_base = old_where[int(old_groups[i1])]
+        new_region, new_first, new_base = new_where[int(new_groups[j1])]
         found.append((old_region, old_first + i1 - old_base, old_first + i2 - old_base,
                       new_region, new_first + j1 - new_base, new_first + j2 - new_base))
     return found
