@@ -26,7 +26,7 @@ identical paragraphs counts as a removal.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -159,21 +159,18 @@ def _spans(opcodes: list[tuple], old: _Side, new: _Side, moved_old: set[int],
     """The changed stretches between aligned runs, without moved chunks, and the aligned
     chunks after each up to the next, for `refine`."""
 
-    def kept(side: _Side, i: int, moved: set[int]) -> Chunk | None:
-        return side.pick((i,))[0] if 0 <= i < len(side.digests) and i not in moved else None
-
     runs = stretches(opcodes)
     ends = [(i1, j1) for i1, _, j1, _ in runs[1:]] + [(i2, j2) for _, i2, _, j2 in runs[-1:]]
     return [
         Span(
             old=old.run(i1, i2, moved_old),
             new=new.run(j1, j2, moved_new),
-            old_before=kept(old, i1 - 1, moved_old),
-            new_before=kept(new, j1 - 1, moved_new),
-            old_after=kept(old, i2, moved_old),
-            new_after=kept(new, j2, moved_new),
-            old_gap=old.chunks[i2:next_i1],  # aligned: what lies before the next stretch
-            new_gap=new.chunks[j2:next_j1],
+            old_before=old.at(i1 - 1, moved_old),
+            new_before=new.at(j1 - 1, moved_new),
+            old_after=old.at(i2, moved_old),
+            new_after=new.at(j2, moved_new),
+            old_gap=old.slice(i2, next_i1),  # aligned: what lies before the next stretch
+            new_gap=new.slice(j2, next_j1),
         )
         for (i1, i2, j1, j2), (next_i1, next_j1) in zip(runs, ends)
     ]
@@ -215,18 +212,28 @@ class _Side:
     def ends(self) -> np.ndarray:
         return self.offsets + self.lengths
 
-    def pick(self, positions: list[int]) -> list[Chunk]:
-        """The chunks at these positions."""
+    def pick(self, positions: Iterable[int]) -> list[Chunk]:
+        """The chunks at these positions (in range)."""
         if isinstance(self.chunks, Chunks):
             return self.chunks.take(positions)
         chunks = self.chunks
         return [chunks[k] for k in positions]
 
+    def at(self, i: int, left_out: set[int]) -> Chunk | None:
+        """The chunk at position `i`, or None past either end or at a position left out."""
+        return self.pick((i,))[0] if 0 <= i < len(self.digests) and i not in left_out else None
+
     def run(self, start: int, stop: int, left_out: set[int]) -> list[Chunk]:
-        """The chunks start..stop-1, but those at the positions `left_out`."""
-        if not left_out:
-            return list(self.chunks[start:stop])
-        return [chunk for k, chunk in enumerate(self.chunks[start:stop], start) if k not in left_out]
+        """The chunks start..stop-1 (in range), but those at the positions `left_out`."""
+        if left_out:
+            return self.pick(k for k in range(start, stop) if k not in left_out)
+        return self.pick(range(start, stop))
+
+    def slice(self, start: int, stop: int) -> Sequence[Chunk]:
+        """The chunks start..stop-1 (in range) as a sequence: from a `Chunks`, a view."""
+        if isinstance(self.chunks, Chunks):
+            return self.chunks.view(start, stop)
+        return self.chunks[start:stop]
 
 
 def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | None = None,
@@ -245,8 +252,9 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
     old_side, new_side = _Side(old, ignore), _Side(new, ignore)
     old_digests, new_digests = old_side.digests, new_side.digests
     old_set, new_set = set(old_digests), set(new_digests)
-    union = len(old_set | new_set)
-    similarity = len(old_set & new_set) / union if union else 1.0
+    shared = len(old_set & new_set)
+    union = len(old_set) + len(new_set) - shared
+    similarity = shared / union if union else 1.0
     changed = old_digests != new_digests
 
     if changed:

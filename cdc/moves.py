@@ -32,15 +32,16 @@ MOVE_SIMILARITY = 0.75
 ROUNDS = 3  # alignments tried: moves that cross one another need more than one
 
 
-def _run_ends(runs: Sequence[int]) -> list[int]:
-    """For each token, the index one past the last token of its run of equal `runs` ids."""
+def _run_ends(runs: Sequence[int]) -> np.ndarray:
+    """For each token, the index one past the last token of its run of equal `runs` ids
+    (an array: only the tokens where an equal stretch starts or a run ends are read)."""
     runs = np.asarray(runs)
     total = len(runs)
     if not total:
-        return []
+        return np.empty(0, np.int64)
     bounds = np.flatnonzero(runs[1:] != runs[:-1]) + 1  # where a run starts, past the first
     ends = np.append(bounds, total)
-    return np.repeat(ends, np.diff(ends, prepend=0)).tolist()
+    return np.repeat(ends, np.diff(ends, prepend=0))
 
 
 def _anchors(old: Sequence[int], old_runs: Sequence[int], new: Sequence[int], new_runs: Sequence[int],
@@ -54,7 +55,7 @@ def _anchors(old: Sequence[int], old_runs: Sequence[int], new: Sequence[int], ne
             continue
         i, j = op.src_start, op.dest_start
         while i < op.src_end:
-            length = min(op.src_end, old_ends[i], i + new_ends[j] - j) - i
+            length = min(op.src_end, int(old_ends[i]), i + int(new_ends[j]) - j) - i
             if length >= ANCHOR_TOKENS and old_groups[i] != new_groups[j]:
                 anchors.append((i, i + length, j, j + length))
             i, j = i + length, j + length
