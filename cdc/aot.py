@@ -41,8 +41,7 @@ def kernels() -> list[tuple]:
         ("scan_words", i8(text, records, vector(u8), records), "cdc.words", "_scan_words"),
         ("count_chunk_words", i8(text, types.Array(i8, 2, "A"), i8), "cdc.words", "_count_chunk_words"),
         ("is_token_boundary", types.boolean(text, i8), "cdc.words", "is_token_boundary"),
-        ("common_prefix", i8(text, text), "cdc.words", "common_prefix"),
-        ("common_suffix", i8(text, text, i8), "cdc.words", "common_suffix"),
+        ("bound_region", i8(text, text, records, records, vector(i8)), "cdc.regions", "_bound"),
     ]
 
 

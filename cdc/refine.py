@@ -37,11 +37,10 @@ from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
 from cdc.moves import MIN_MOVE_TOKENS, find_moves
+from cdc.regions import bound
 from cdc.words import (
     WHITESPACE,
     Words,
-    common_prefix,
-    common_suffix,
     count_words,
     is_token_boundary,
     word_table,
@@ -56,7 +55,6 @@ DELETE = "delete"
 REPLACE = "replace"
 MOVE = "move"
 
-WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a token boundary or a block's start
 SHORT_EQUALITY = 1  # tokens: one equal token between changes, next to a larger one, is noise
 EQUALITY_SHARE = 8  # an equal run at most 1/8 of the smaller change around it is noise
 
@@ -101,88 +99,27 @@ def _is_continuation(text: bytes, i: int) -> bool:
     return 0 <= i < len(text) and 0x80 <= text[i] < 0xC0
 
 
-def _word_start(old_text: bytes, new_text: bytes, old: int, new: int, floor: int) -> int:
-    """How far back (in bytes) the ranges starting at `old` and `new`, after the same bytes,
-    must move to start at a token boundary in both texts, going no further than `floor`
-    in the old text."""
-    limit = min(old - floor, WIDEN_LIMIT)
-    shift = 0
-    while shift < limit and not (is_token_boundary(old_text, old - shift)
-                                 and is_token_boundary(new_text, new - shift)):
-        shift += 1
-    while _is_continuation(old_text, old - shift):
-        shift += 1
-    return shift
-
-
-def _word_end(old_text: bytes, new_text: bytes, old: int, new: int, ceiling: int) -> int:
-    """How far forward the ranges ending at `old` and `new`, before the same bytes, must
-    move to end at a token boundary in both texts, no further than `ceiling` in the old."""
-    limit = min(ceiling - old, WIDEN_LIMIT)
-    shift = 0
-    while shift < limit and not (is_token_boundary(old_text, old + shift)
-                                 and is_token_boundary(new_text, new + shift)):
-        shift += 1
-    while _is_continuation(old_text, old + shift):
-        shift += 1
-    return shift
-
-
 def _point_between(before: Chunk | None, after: Chunk | None) -> int:
     if before is not None:
         return before.end
     return after.offset if after is not None else 0
 
 
-def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[list[list[int]], list[list[int]]]:
-    """Byte ranges to diff on each side, widened to whole words at unchanged neighbours."""
+def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Byte ranges to diff on each side ([start, end] rows), widened to whole words at
+    unchanged neighbours and, one range a side, trimmed of their common affixes (see
+    `cdc.regions`)."""
     old_pieces, new_pieces = _pieces(span.old), _pieces(span.new)
     if not old_pieces:  # nothing removed here: an empty range at the insertion point
         old_pieces = [[_point_between(span.old_before, span.old_after)] * 2]
     if not new_pieces:
         new_pieces = [[_point_between(span.new_before, span.new_after)] * 2]
     before, after = (span.old_before, span.new_before), (span.old_after, span.new_after)
-    if all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]:
-        # The neighbours hold the same bytes, so both sides widen by the same amount.
-        shift = _word_start(old_text, new_text, old_pieces[0][0], new_pieces[0][0], before[0].offset)
-        old_pieces[0][0] -= shift
-        new_pieces[0][0] -= shift
-    if all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]:
-        shift = _word_end(old_text, new_text, old_pieces[-1][1], new_pieces[-1][1], after[0].end)
-        old_pieces[-1][1] += shift
-        new_pieces[-1][1] += shift
-    for pieces, text in ((old_pieces, old_text), (new_pieces, new_text)):
-        for piece in pieces:  # where no word boundary was reached, stay on whole characters
-            while _is_continuation(text, piece[0]):
-                piece[0] -= 1
-            while _is_continuation(text, piece[1]):
-                piece[1] += 1
-    return old_pieces, new_pieces
-
-
-def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int]) -> None:
-    """Set aside the common prefix and suffix of two ranges, in whole words; the block they
-    end in stays (up to WIDEN_LIMIT bytes), so an edit can slide to a block's start."""
-    a, b = old_text[old[0]:old[1]], new_text[new[0]:new[1]]
-    prefix = common_prefix(a, b)
-    block = a.rfind(b"\n", max(0, prefix - WIDEN_LIMIT), prefix)
-    if block >= 0 or prefix <= WIDEN_LIMIT:
-        prefix = block + 1
-    while not (is_token_boundary(a, prefix) and is_token_boundary(b, prefix)):
-        prefix -= 1
-    suffix = common_suffix(a, b, prefix)
-    a, b = a[prefix:], b[prefix:]
-    block = a.find(b"\n", len(a) - suffix, len(a) - suffix + WIDEN_LIMIT)
-    if block >= 0:
-        suffix = len(a) - block
-    elif suffix <= WIDEN_LIMIT:
-        suffix = 0
-    while suffix and not (is_token_boundary(a, len(a) - suffix) and is_token_boundary(b, len(b) - suffix)):
-        suffix -= 1
-    old[0] += prefix
-    new[0] += prefix
-    old[1] -= suffix
-    new[1] -= suffix
+    # Where the neighbours hold the same bytes, both sides widen by the same amount.
+    widen_start = all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]
+    widen_end = all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]
+    edges = (widen_start, before[0].offset if widen_start else 0, widen_end, after[0].end if widen_end else 0)
+    return bound(old_text, new_text, old_pieces, new_pieces, edges)
 
 
 def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
@@ -506,12 +443,10 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
     regions = []
     for span in _windows(spans, old_text, new_text):
         old_pieces, new_pieces = _regions(span, old_text, new_text)
-        if len(old_pieces) == 1 and len(new_pieces) == 1:
-            _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
         old_words, new_words = words_of(old_text, old_pieces), words_of(new_text, new_pieces)
         changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
         changes = _absorb_short_equalities(changes, old_words, new_words, old_text, new_text)
-        regions.append(_Region(old_words, new_words, changes, old_pieces[0][0], new_pieces[0][0]))
+        regions.append(_Region(old_words, new_words, changes, int(old_pieces[0, 0]), int(new_pieces[0, 0])))
     found = _token_moves(regions)
     old_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
     new_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)

@@ -121,10 +121,11 @@ _decode_compiled = njit(inline="always")(_decode)
 _char_class_compiled = njit(inline="always")(_char_class)
 
 
-def _char_before(text, i):  # pragma: no cover - inlined in the kernels
-    """(code point, start) of the character that ends at byte `i` (code -1 if invalid)."""
+def _char_before(text, lo, i):  # pragma: no cover - inlined in the kernels
+    """(code point, start) of the character of `text[lo:]` that ends at byte `i` (code -1
+    if invalid)."""
     start = i - 1
-    while start > 0 and i - start < 4 and 0x80 <= text[start] < 0xC0:
+    while start > lo and i - start < 4 and 0x80 <= text[start] < 0xC0:
         start -= 1
     code, width = _decode_compiled(text, start, i)
     if start + width == i:
@@ -143,28 +144,37 @@ def _is_space_byte(byte):  # pragma: no cover - inlined in the kernels
 _is_space_byte_compiled = njit(inline="always")(_is_space_byte)
 
 
-def _token_boundary(text, i):  # pragma: no cover - compiled
-    """Whether a token of the word scan may start or end at byte `i` of `text` (never
-    inside a character): the word scan, decided from the characters around `i`."""
-    if i <= 0 or i >= len(text):
+def _boundary_within(text, lo, hi, i):  # pragma: no cover - inlined in the kernels
+    """Whether a token of the word scan of `text[lo:hi]` may start or end at byte `i`
+    (never inside a character): the word scan, decided from the characters around `i`."""
+    if i <= lo or i >= hi:
         return True
     if text[i] < 0x80 and text[i - 1] < 0x80:  # ASCII on both sides: whitespace decides
         return _is_space_byte_compiled(text[i]) or _is_space_byte_compiled(text[i - 1])
     if 0x80 <= text[i] < 0xC0:
         return False
-    after = _char_class_compiled(_decode_compiled(text, i, len(text))[0])
-    code, start = _char_before_compiled(text, i)
+    after = _char_class_compiled(_decode_compiled(text, i, hi)[0])
+    code, start = _char_before_compiled(text, lo, i)
     before = _char_class_compiled(code)
     if before == SPACE or after == SPACE or after == SINGLE:  # noqa: SIM109
         return True
     if after == MARK:
         return False
     for _ in range(8):  # a word after marks: a boundary when they follow a single character
-        if before != MARK or start == 0:
+        if before != MARK or start == lo:
             break
-        code, start = _char_before_compiled(text, start)
+        code, start = _char_before_compiled(text, lo, start)
         before = _char_class_compiled(code)
     return before == SINGLE
+
+
+boundary_within = njit(nogil=True)(_boundary_within)  # called, not inlined: it is large
+
+
+def _token_boundary(text, i):  # pragma: no cover - compiled
+    """Whether a token of the word scan may start or end at byte `i` of `text` (never
+    inside a character)."""
+    return boundary_within(text, 0, len(text), i)
 
 
 _is_token_boundary_compiled = njit(inline="always")(_token_boundary)
@@ -246,45 +256,24 @@ def _count_chunk_words(text, chunks, enough):  # pragma: no cover - compiled
     return count
 
 
-@njit(cache=True, nogil=True)
-def common_prefix(a, b):  # pragma: no cover - compiled
-    """Length of the longest common prefix of two byte strings."""
-    limit = min(len(a), len(b))
-    n = 0
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n
-
-
-@njit(cache=True, nogil=True)
-def common_suffix(a, b, start):  # pragma: no cover - compiled
-    """Length of the longest common suffix of `a[start:]` and `b[start:]`."""
-    limit = min(len(a), len(b)) - start
-    n = 0
-    while n < limit and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
-        n += 1
-    return n
-
-
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
     _scan_words = AHEAD_OF_TIME.scan_words
     _count_chunk_words = AHEAD_OF_TIME.count_chunk_words
     is_token_boundary = AHEAD_OF_TIME.is_token_boundary
-    common_prefix = AHEAD_OF_TIME.common_prefix
-    common_suffix = AHEAD_OF_TIME.common_suffix
 
 
-def _scan(text: bytes, pieces: list[list[int]]) -> tuple[np.ndarray, np.ndarray, int]:
+def _scan(text: bytes, pieces: list[list[int]] | np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The word scan of the pieces: the hashes, a table whose rows 1 to 3 hold each word's
     start, end and piece number, and how many words they hold."""
-    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
+    pieces = np.asarray(pieces, np.int64).reshape(-1, 2)
+    capacity = int(((pieces[:, 1] - pieces[:, 0] + 1) // 2).sum())  # a word and a gap
     found = np.empty((4, capacity), np.uint64)
     table = found.view(np.int64)
-    count = _scan_words(text, np.array(pieces, np.int64).reshape(-1, 2), found[0], table)
+    count = _scan_words(text, np.ascontiguousarray(pieces), found[0], table)
     return found[0], table, count
 
 
-def words_of(text: bytes, pieces: list[list[int]]) -> Words:
+def words_of(text: bytes, pieces: list[list[int]] | np.ndarray) -> Words:
     """The words of the pieces of `text`, found in one compiled pass.
 
     A word is known by the low 64 bits of its XXH3 digest: rapidfuzz compares the items of

@@ -21,7 +21,8 @@ import numpy as np
 
 from cdc import Chunker, ChunkParams, chunk_content, chunk_many
 from cdc.refine import word_table
-from cdc.words import common_prefix, common_suffix, count_words, is_token_boundary
+from cdc.regions import bound
+from cdc.words import count_words, is_token_boundary
 
 
 def triples(chunks):
@@ -49,16 +50,19 @@ def answer(request: dict) -> dict:
 
 def word_checks(data: bytes, chunks) -> dict:
     """What the word kernels other than the scan say of `data`: the token boundaries, the
-    tokens of its chunks (all, a run in the middle, and counted up to a few), and the common
-    affixes of the data and a copy edited in the middle."""
+    tokens of its chunks (all, a run in the middle, and counted up to a few), and the ranges
+    to diff of the data and a copy edited in the middle, cut where the chunks are."""
     middle = chunks[len(chunks) // 3:len(chunks) // 3 + 5]
     edited = data[:len(data) // 2] + b"x" + data[len(data) // 2:]
     return {
         "boundaries": [bool(is_token_boundary(data, i)) for i in range(len(data) + 1)],
         "counts": [count_words(data, chunks), count_words(data, middle), count_words(data, chunks, 3),
                    count_words(data, list(chunks), 7)],
-        "affixes": [common_prefix(data, edited), common_suffix(data, edited, 0),
-                    common_suffix(data, edited, len(data) // 4)],
+        "bounds": [[pieces.tolist() for pieces in bound(data, edited, [[start, len(data) - start]],
+                                                        [[start, len(edited) - start]], edges)]
+                   for start in (0, len(data) // 3, len(data) // 2)
+                   for edges in ((0, 0, 0, 0), (1, max(0, start - 300), 1, len(data)))
+                   if start <= len(data) - start],
     }
 
 
