@@ -39,8 +39,10 @@ def kernels() -> list[tuple]:
         ("fold_bytes", i8(text, vector(u1)), "cdc.normalize", "_fold_bytes"),
         ("fold_blocks", i8(text, vector(u1)), "cdc.normalize", "_fold_blocks"),
         ("fold_lines", i8(text, vector(u1)), "cdc.normalize", "_fold_lines"),
-        ("scan_words", i8(text, vector(i8), vector(i8), vector(u8), vector(i8), vector(i8), vector(i8)),
-         "cdc.refine", "_scan_words"),
+        ("scan_words", i8(text, records, vector(u8), records), "cdc.words", "_scan_words"),
+        ("count_chunk_words", i8(text, types.Array(i8, 2, "A"), i8), "cdc.words", "_count_chunk_words"),
+        ("is_token_boundary", types.boolean(text, i8), "cdc.words", "is_token_boundary"),
+        ("bound_region", i8(text, text, records, records, vector(i8)), "cdc.regions", "_bound"),
     ]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import operator
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import NamedTuple
 
@@ -20,6 +20,8 @@ DIGEST_SIZE = 16
 RECORD_FIELDS = 5  # int64 words per record
 RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
 DIGEST_AT = 24  # byte offset of the digest within a record
+RECORD_DTYPE = np.dtype([("index", "=i8"), ("offset", "=i8"), ("length", "=i8"),
+                         ("digest", f"V{DIGEST_SIZE}")])  # the same, as NumPy reads it
 
 
 class Chunk(NamedTuple):
@@ -96,6 +98,17 @@ class Chunks(Sequence[Chunk]):
             raise IndexError("chunk index out of range")
         return _new_chunk(RECORD.unpack_from(self._data, i * size))
 
+    def take(self, positions: Iterable[int]) -> list[Chunk]:
+        """The chunks at these positions (each in range, not negative), without the
+        checks of indexing one at a time."""
+        size, data, unpack = RECORD.size, self._data, RECORD.unpack_from
+        return [_new_chunk(unpack(data, i * size)) for i in positions]
+
+    def view(self, start: int, stop: int) -> Chunks:
+        """Chunks start..stop-1 (0 <= start <= stop <= len), without a copy: `self[start:stop]`
+        without the slice's checks."""
+        return Chunks(self._data[start * RECORD.size:stop * RECORD.size])
+
     def __iter__(self) -> Iterator[Chunk]:
         return map(_new_chunk, RECORD.iter_unpack(self._data))
 
@@ -114,8 +127,20 @@ class Chunks(Sequence[Chunk]):
     def __reduce__(self):
         return Chunks, (bytes(self._data),)
 
+    @property
+    def table(self) -> np.ndarray:
+        """The records as int64 rows of RECORD_FIELDS (index, offset, length, then the
+        digest's two words), read-only, no copy."""
+        return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)
+
     def _column(self, column: int) -> np.ndarray:
-        return np.frombuffer(self._data, np.int64).reshape(-1, RECORD_FIELDS)[:, column]
+        return self.table[:, column]
+
+    @property
+    def records(self) -> np.ndarray:
+        """The records as a structured array (index, offset, length, digest), read-only,
+        no copy: a field's `tolist()` gives the digests as `bytes` without a Chunk each."""
+        return np.frombuffer(self._data, RECORD_DTYPE)
 
     @property
     def offsets(self) -> np.ndarray:

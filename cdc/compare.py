@@ -26,12 +26,15 @@ identical paragraphs counts as a removal.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
+import numpy as np
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
+from cdc.chunks import Chunks
 from cdc.refine import MOVE, Edit, Span, refine, stretches
 
 UNCHANGED = "unchanged"
@@ -123,53 +126,51 @@ def _share(part: int, whole: int, other_whole: int) -> float:
     return 1.0 if not other_whole else 0.0
 
 
-def _pair_moves(old: list[Chunk], new: list[Chunk], old_loose: list[int],
+def _pair_moves(old_digests: list[bytes], new_digests: list[bytes], old_loose: list[int],
                 new_loose: list[int]) -> list[tuple[int, int]]:
     """Pair chunks left out of the in-order alignment that share a digest: moves."""
     waiting: dict[bytes, list[int]] = defaultdict(list)
     for i in old_loose:
-        waiting[old[i].digest].append(i)
+        waiting[old_digests[i]].append(i)
     pairs = []
     for j in new_loose:
-        candidates = waiting.get(new[j].digest)
+        candidates = waiting.get(new_digests[j])
         if candidates:
             pairs.append((candidates.pop(0), j))
     return pairs
 
 
-def _move_runs(old: list[Chunk], new: list[Chunk],
-               moves: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
+def _move_runs(old: _Side, new: _Side, moves: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
     """Runs of moved chunks that follow one another on both sides, as byte ranges
     (old start, old end, new start, new end)."""
     runs: list[list[int]] = []
+    old_offsets, old_ends = old.offsets.tolist(), old.ends.tolist()
+    new_offsets, new_ends = new.offsets.tolist(), new.ends.tolist()
     for i, j in sorted(moves, key=lambda pair: pair[1]):
-        if runs and runs[-1][1] == old[i].offset and runs[-1][3] == new[j].offset:
-            runs[-1][1], runs[-1][3] = old[i].end, new[j].end
+        if runs and runs[-1][1] == old_offsets[i] and runs[-1][3] == new_offsets[j]:
+            runs[-1][1], runs[-1][3] = old_ends[i], new_ends[j]
         else:
-            runs.append([old[i].offset, old[i].end, new[j].offset, new[j].end])
+            runs.append([old_offsets[i], old_ends[i], new_offsets[j], new_ends[j]])
     return [(a, b, c, d) for a, b, c, d in runs]
 
 
-def _spans(opcodes: list[tuple], old_kept: list[Chunk], new_kept: list[Chunk],
-           moved_old: set[int], moved_new: set[int]) -> list[Span]:
+def _spans(opcodes: list[tuple], old: _Side, new: _Side, moved_old: set[int],
+           moved_new: set[int]) -> list[Span]:
     """The changed stretches between aligned runs, without moved chunks, and the aligned
     chunks after each up to the next, for `refine`."""
-
-    def kept(chunks: list[Chunk], i: int, moved: set[int]) -> Chunk | None:
-        return chunks[i] if 0 <= i < len(chunks) and i not in moved else None
 
     runs = stretches(opcodes)
     ends = [(i1, j1) for i1, _, j1, _ in runs[1:]] + [(i2, j2) for _, i2, _, j2 in runs[-1:]]
     return [
         Span(
-            old=[old_kept[i] for i in range(i1, i2) if i not in moved_old],
-            new=[new_kept[j] for j in range(j1, j2) if j not in moved_new],
-            old_before=kept(old_kept, i1 - 1, moved_old),
-            new_before=kept(new_kept, j1 - 1, moved_new),
-            old_after=kept(old_kept, i2, moved_old),
-            new_after=kept(new_kept, j2, moved_new),
-            old_gap=old_kept[i2:next_i1],  # aligned: what lies before the next stretch
-            new_gap=new_kept[j2:next_j1],
+            old=old.run(i1, i2, moved_old),
+            new=new.run(j1, j2, moved_new),
+            old_before=old.at(i1 - 1, moved_old),
+            new_before=new.at(j1 - 1, moved_new),
+            old_after=old.at(i2, moved_old),
+            new_after=new.at(j2, moved_new),
+            old_gap=old.slice(i2, next_i1),  # aligned: what lies before the next stretch
+            new_gap=new.slice(j2, next_j1),
         )
         for (i1, i2, j1, j2), (next_i1, next_j1) in zip(runs, ends)
     ]
@@ -180,58 +181,113 @@ def _opcodes(old_digests: list[bytes], new_digests: list[bytes]) -> list[tuple]:
             for op in Indel.opcodes(old_digests, new_digests)]
 
 
+class _Side:
+    """One version's chunks left after `ignore`, as columns: the digests (a list of bytes:
+    what the alignment, the sets and the move pairing hash), indexes, offsets and lengths
+    (int64 arrays), and the chunks themselves (a `Chunks` where one was given, which makes a
+    `Chunk` only for those read: the changed ones, at a stretch's edges)."""
+
+    __slots__ = ("chunks", "digests", "indexes", "lengths", "offsets")
+
+    def __init__(self, chunks: Sequence[Chunk], ignore: Collection[bytes]):
+        if isinstance(chunks, Chunks):
+            records = chunks.records
+            digests = records["digest"].tolist()
+            if ignore:
+                keep = [digest not in ignore for digest in digests]
+                if not all(keep):
+                    records = records[np.array(keep, bool)]
+                    chunks = Chunks(records.tobytes())
+                    digests = [digest for digest, kept in zip(digests, keep) if kept]
+            self.indexes, self.offsets, self.lengths = records["index"], records["offset"], records["length"]
+        else:
+            chunks = [c for c in chunks if c.digest not in ignore] if ignore else list(chunks)
+            digests = [c.digest for c in chunks]
+            self.indexes = np.array([c.index for c in chunks], np.int64)
+            self.offsets = np.array([c.offset for c in chunks], np.int64)
+            self.lengths = np.array([c.length for c in chunks], np.int64)
+        self.chunks, self.digests = chunks, digests
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self.offsets + self.lengths
+
+    def pick(self, positions: Iterable[int]) -> list[Chunk]:
+        """The chunks at these positions (in range)."""
+        if isinstance(self.chunks, Chunks):
+            return self.chunks.take(positions)
+        chunks = self.chunks
+        return [chunks[k] for k in positions]
+
+    def at(self, i: int, left_out: set[int]) -> Chunk | None:
+        """The chunk at position `i`, or None past either end or at a position left out."""
+        return self.pick((i,))[0] if 0 <= i < len(self.digests) and i not in left_out else None
+
+    def run(self, start: int, stop: int, left_out: set[int]) -> list[Chunk]:
+        """The chunks start..stop-1 (in range), but those at the positions `left_out`."""
+        if left_out:
+            return self.pick(k for k in range(start, stop) if k not in left_out)
+        return self.pick(range(start, stop))
+
+    def slice(self, start: int, stop: int) -> Sequence[Chunk]:
+        """The chunks start..stop-1 (in range) as a sequence: from a `Chunks`, a view."""
+        if isinstance(self.chunks, Chunks):
+            return self.chunks.view(start, stop)
+        return self.chunks[start:stop]
+
+
 def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | None = None,
             new_text: bytes | None = None, ignore: Collection[bytes] = frozenset(),
             thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ChangeReport:
     """Compare two chunk lists (and, given both texts, find the exact word edits).
 
-    `old` and `new` are any sequences of Chunk: `chunk_content`'s `Chunks`, or lists."""
+    `old` and `new` are any sequences of Chunk: `chunk_content`'s `Chunks`, or lists. From
+    a `Chunks`, the alignment reads its columns: a `Chunk` is made only for the chunks a
+    report lists (added, removed, moved) and those refinement reads."""
     if (old_text is None) != (new_text is None):
         raise ValueError("give both old_text and new_text, or neither")
     if old_text is not None:
         _check_tiling("old", old, old_text)
         _check_tiling("new", new, new_text)
-    old_kept = [c for c in old if c.digest not in ignore] if ignore else list(old)
-    new_kept = [c for c in new if c.digest not in ignore] if ignore else list(new)
-    old_digests = [c.digest for c in old_kept]
-    new_digests = [c.digest for c in new_kept]
+    old_side, new_side = _Side(old, ignore), _Side(new, ignore)
+    old_digests, new_digests = old_side.digests, new_side.digests
     old_set, new_set = set(old_digests), set(new_digests)
-    union = old_set | new_set
-    similarity = len(old_set & new_set) / len(union) if union else 1.0
+    shared = len(old_set & new_set)
+    union = len(old_set) + len(new_set) - shared
+    similarity = shared / union if union else 1.0
     changed = old_digests != new_digests
 
     if changed:
         opcodes = _opcodes(old_digests, new_digests)
     else:
-        opcodes = [("equal", 0, len(old_kept), 0, len(new_kept))]
-    aligned = []
+        opcodes = [("equal", 0, len(old_digests), 0, len(new_digests))]
     old_loose: list[int] = []
     new_loose: list[int] = []
+    old_indexes, new_indexes = old_side.indexes.tolist(), new_side.indexes.tolist()
+    alignment: list[tuple[int, int]] = []
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
-            aligned += zip(range(i1, i2), range(j1, j2))
+            alignment += zip(old_indexes[i1:i2], new_indexes[j1:j2])
         else:
-            old_loose += (i for i in range(i1, i2) if old_kept[i].digest in new_set)
-            new_loose += (j for j in range(j1, j2) if new_kept[j].digest in old_set)
-    moves = _pair_moves(old_kept, new_kept, old_loose, new_loose)
+            old_loose += (i for i in range(i1, i2) if old_digests[i] in new_set)
+            new_loose += (j for j in range(j1, j2) if new_digests[j] in old_set)
+    moves = _pair_moves(old_digests, new_digests, old_loose, new_loose)
+    moved_old = {i for i, _ in moves}
+    moved_new = {j for _, j in moves}
     # Whatever is not paired is added or removed, an extra copy of a repeated chunk included.
-    pairs = aligned + moves
-    paired_old = {i for i, _ in pairs}
-    paired_new = {j for _, j in pairs}
-    added = [c for j, c in enumerate(new_kept) if j not in paired_new]
-    removed = [c for i, c in enumerate(old_kept) if i not in paired_old]
-    alignment = sorted(
-        [(old_kept[i].index, new_kept[j].index) for i, j in pairs], key=lambda p: p[1]
-    )
+    added = new_side.pick([j for tag, _, _, j1, j2 in opcodes if tag != "equal"
+                           for j in range(j1, j2) if j not in moved_new])
+    removed = old_side.pick([i for tag, i1, i2, _, _ in opcodes if tag != "equal"
+                             for i in range(i1, i2) if i not in moved_old])
+    alignment += ((old_indexes[i], new_indexes[j]) for i, j in moves)
+    alignment.sort(key=itemgetter(1))
 
-    new_total = sum(c.length for c in new_kept)
-    old_total = sum(c.length for c in old_kept)
+    new_total = int(new_side.lengths.sum())
+    old_total = int(old_side.lengths.sum())
     edits: list[Edit] = []
     if old_text is not None and changed:
-        moved_old = {i for i, _ in moves}
-        moved_new = {j for _, j in moves}
-        edits = refine(old_text, new_text, _spans(opcodes, old_kept, new_kept, moved_old, moved_new),
-                       _move_runs(old_kept, new_kept, moves))
+        edits = refine(old_text, new_text, _spans(opcodes, old_side, new_side, moved_old, moved_new),
+                       _move_runs(old_side, new_side, moves))
         # Moved text is kept text: a paragraph moved and nothing else is a minor change.
         new_changed = sum(e.new_length for e in edits if e.kind != MOVE)
         old_changed = sum(e.old_length for e in edits if e.kind != MOVE)
@@ -247,7 +303,7 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
         removed=removed,
         changed_regions=merge_regions(added),
         removed_regions=merge_regions(removed),
-        moved=sorted((new_kept[j] for _, j in moves), key=lambda c: c.index),
+        moved=sorted(new_side.pick([j for _, j in moves]), key=lambda c: c.index),
         alignment=alignment,
         unchanged_ratio=unchanged_ratio,
         retained_ratio=retained_ratio,

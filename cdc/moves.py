@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from rapidfuzz.distance import Indel
 
 ANCHOR_TOKENS = 3
@@ -31,15 +32,16 @@ MOVE_SIMILARITY = 0.75
 ROUNDS = 3  # alignments tried: moves that cross one another need more than one
 
 
-def _run_ends(runs: Sequence[int]) -> list[int]:
-    """For each token, the index one past the last token of its run of equal `runs` ids."""
-    ends = [0] * len(runs)
-    end = len(runs)
-    for i in range(len(runs) - 1, -1, -1):
-        if i + 1 < len(runs) and runs[i + 1] != runs[i]:
-            end = i + 1
-        ends[i] = end
-    return ends
+def _run_ends(runs: Sequence[int]) -> np.ndarray:
+    """For each token, the index one past the last token of its run of equal `runs` ids
+    (an array: only the tokens where an equal stretch starts or a run ends are read)."""
+    runs = np.asarray(runs)
+    total = len(runs)
+    if not total:
+        return np.empty(0, np.int64)
+    bounds = np.flatnonzero(runs[1:] != runs[:-1]) + 1  # where a run starts, past the first
+    ends = np.append(bounds, total)
+    return np.repeat(ends, np.diff(ends, prepend=0))
 
 
 def _anchors(old: Sequence[int], old_runs: Sequence[int], new: Sequence[int], new_runs: Sequence[int],
@@ -53,7 +55,7 @@ def _anchors(old: Sequence[int], old_runs: Sequence[int], new: Sequence[int], ne
             continue
         i, j = op.src_start, op.dest_start
         while i < op.src_end:
-            length = min(op.src_end, old_ends[i], i + new_ends[j] - j) - i
+            length = min(op.src_end, int(old_ends[i]), i + int(new_ends[j]) - j) - i
             if length >= ANCHOR_TOKENS and old_groups[i] != new_groups[j]:
                 anchors.append((i, i + length, j, j + length))
             i, j = i + length, j + length
@@ -87,20 +89,15 @@ def _chains(anchors: list[tuple[int, int, int, int]], old_runs: Sequence[int],
     return moves
 
 
-def _left(values: Sequence[int], groups: Sequence[int], used: list[bool]) -> tuple[list, list, list, list]:
+def _left(values: np.ndarray, groups: np.ndarray, used: np.ndarray) -> tuple[list, list, list, list]:
     """The tokens no move took: values, groups, runs (a new run past each gap a move left)
     and their indexes in the whole sequence."""
-    kept: tuple[list, list, list, list] = ([], [], [], [])
-    run, previous = -1, -2
-    for i, value in enumerate(values):
-        if used[i]:
-            continue
-        if previous != i - 1 or groups[previous] != groups[i]:
-            run += 1
-        for column, item in zip(kept, (value, groups[i], run, i)):
-            column.append(item)
-        previous = i
-    return kept
+    at = np.flatnonzero(~used)
+    kept_groups = groups[at]
+    starts = np.ones(len(at), bool)
+    starts[1:] = (at[1:] != at[:-1] + 1) | (kept_groups[1:] != kept_groups[:-1])
+    runs = np.cumsum(starts) - 1
+    return values[at].tolist(), kept_groups.tolist(), runs.tolist(), at.tolist()
 
 
 def find_moves(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int],
@@ -111,14 +108,16 @@ def find_moves(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int]
     that do not cross one another; further rounds on what is left find those that do (two
     paragraphs swapped)."""
     found: list[tuple[int, int, int, int]] = []
-    old_used, new_used = [False] * len(old), [False] * len(new)
+    old_used, new_used = np.zeros(len(old), bool), np.zeros(len(new), bool)
+    old_array, new_array = np.asarray(old, np.uint64), np.asarray(new, np.uint64)
+    old_group_array, new_group_array = np.asarray(old_groups, np.int64), np.asarray(new_groups, np.int64)
     for round_number in range(ROUNDS):
         if round_number == 0:  # nothing used yet: the sequences as they are
             old_values, old_kept_groups, old_runs, old_at = old, old_groups, old_groups, range(len(old))
             new_values, new_kept_groups, new_runs, new_at = new, new_groups, new_groups, range(len(new))
         else:
-            old_values, old_kept_groups, old_runs, old_at = _left(old, old_groups, old_used)
-            new_values, new_kept_groups, new_runs, new_at = _left(new, new_groups, new_used)
+            old_values, old_kept_groups, old_runs, old_at = _left(old_array, old_group_array, old_used)
+            new_values, new_kept_groups, new_runs, new_at = _left(new_array, new_group_array, new_used)
         if min(len(old_values), len(new_values)) < MIN_MOVE_TOKENS:
             break
         anchors = _anchors(old_values, old_runs, new_values, new_runs, old_kept_groups, new_kept_groups)
@@ -128,6 +127,6 @@ def find_moves(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int]
         for i1, i2, j1, j2 in moves:  # a run holds whole indexes: map its ends back
             i1, i2, j1, j2 = old_at[i1], old_at[i2 - 1] + 1, new_at[j1], new_at[j2 - 1] + 1
             found.append((i1, i2, j1, j2))
-            old_used[i1:i2] = [True] * (i2 - i1)
-            new_used[j1:j2] = [True] * (j2 - j1)
+            old_used[i1:i2] = True
+            new_used[j1:j2] = True
     return sorted(found)

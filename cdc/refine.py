@@ -36,17 +36,25 @@ import numpy as np
 from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
-from cdc.compiled import AHEAD_OF_TIME, njit
-from cdc.moves import find_moves
-from cdc.native import xxh3_64_of
+from cdc.moves import MIN_MOVE_TOKENS, find_moves
+from cdc.regions import bound
+from cdc.words import (
+    WHITESPACE,
+    Words,
+    count_words,
+    is_token_boundary,
+    word_table,
+    words_of,
+)
+
+__all__ = ["DELETE", "INSERT", "MOVE", "REPLACE", "Edit", "Span", "is_token_boundary", "refine",
+           "stretches", "word_table"]
 
 INSERT = "insert"
 DELETE = "delete"
 REPLACE = "replace"
 MOVE = "move"
 
-WHITESPACE = b" \t\n\r\x0b\x0c"  # what bytes.split() splits on
-WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a token boundary or a block's start
 SHORT_EQUALITY = 1  # tokens: one equal token between changes, next to a larger one, is noise
 EQUALITY_SHARE = 8  # an equal run at most 1/8 of the smaller change around it is noise
 
@@ -91,287 +99,27 @@ def _is_continuation(text: bytes, i: int) -> bool:
     return 0 <= i < len(text) and 0x80 <= text[i] < 0xC0
 
 
-def _word_start(old_text: bytes, new_text: bytes, old: int, new: int, floor: int) -> int:
-    """How far back (in bytes) the ranges starting at `old` and `new`, after the same bytes,
-    must move to start at a token boundary in both texts, going no further than `floor`
-    in the old text."""
-    limit = min(old - floor, WIDEN_LIMIT)
-    shift = 0
-    while shift < limit and not (is_token_boundary(old_text, old - shift)
-                                 and is_token_boundary(new_text, new - shift)):
-        shift += 1
-    while _is_continuation(old_text, old - shift):
-        shift += 1
-    return shift
-
-
-def _word_end(old_text: bytes, new_text: bytes, old: int, new: int, ceiling: int) -> int:
-    """How far forward the ranges ending at `old` and `new`, before the same bytes, must
-    move to end at a token boundary in both texts, no further than `ceiling` in the old."""
-    limit = min(ceiling - old, WIDEN_LIMIT)
-    shift = 0
-    while shift < limit and not (is_token_boundary(old_text, old + shift)
-                                 and is_token_boundary(new_text, new + shift)):
-        shift += 1
-    while _is_continuation(old_text, old + shift):
-        shift += 1
-    return shift
-
-
 def _point_between(before: Chunk | None, after: Chunk | None) -> int:
     if before is not None:
         return before.end
     return after.offset if after is not None else 0
 
 
-def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[list[list[int]], list[list[int]]]:
-    """Byte ranges to diff on each side, widened to whole words at unchanged neighbours."""
+def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Byte ranges to diff on each side ([start, end] rows), widened to whole words at
+    unchanged neighbours and, one range a side, trimmed of their common affixes (see
+    `cdc.regions`)."""
     old_pieces, new_pieces = _pieces(span.old), _pieces(span.new)
     if not old_pieces:  # nothing removed here: an empty range at the insertion point
         old_pieces = [[_point_between(span.old_before, span.old_after)] * 2]
     if not new_pieces:
         new_pieces = [[_point_between(span.new_before, span.new_after)] * 2]
     before, after = (span.old_before, span.new_before), (span.old_after, span.new_after)
-    if all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]:
-        # The neighbours hold the same bytes, so both sides widen by the same amount.
-        shift = _word_start(old_text, new_text, old_pieces[0][0], new_pieces[0][0], before[0].offset)
-        old_pieces[0][0] -= shift
-        new_pieces[0][0] -= shift
-    if all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]:
-        shift = _word_end(old_text, new_text, old_pieces[-1][1], new_pieces[-1][1], after[0].end)
-        old_pieces[-1][1] += shift
-        new_pieces[-1][1] += shift
-    for pieces, text in ((old_pieces, old_text), (new_pieces, new_text)):
-        for piece in pieces:  # where no word boundary was reached, stay on whole characters
-            while _is_continuation(text, piece[0]):
-                piece[0] -= 1
-            while _is_continuation(text, piece[1]):
-                piece[1] += 1
-    return old_pieces, new_pieces
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix, by halving (each test is one memcmp)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _trim_common(old_text: bytes, new_text: bytes, old: list[int], new: list[int]) -> None:
-    """Set aside the common prefix and suffix of two ranges, in whole words; the block they
-    end in stays (up to WIDEN_LIMIT bytes), so an edit can slide to a block's start."""
-    a, b = old_text[old[0]:old[1]], new_text[new[0]:new[1]]
-    prefix = _common_prefix(a, b)
-    block = a.rfind(b"\n", max(0, prefix - WIDEN_LIMIT), prefix)
-    if block >= 0 or prefix <= WIDEN_LIMIT:
-        prefix = block + 1
-    while not (is_token_boundary(a, prefix) and is_token_boundary(b, prefix)):
-        prefix -= 1
-    a, b = a[prefix:], b[prefix:]
-    suffix = _common_prefix(a[::-1], b[::-1])
-    block = a.find(b"\n", len(a) - suffix, len(a) - suffix + WIDEN_LIMIT)
-    if block >= 0:
-        suffix = len(a) - block
-    elif suffix <= WIDEN_LIMIT:
-        suffix = 0
-    while suffix and not (is_token_boundary(a, len(a) - suffix) and is_token_boundary(b, len(b) - suffix)):
-        suffix -= 1
-    old[0] += prefix
-    new[0] += prefix
-    old[1] -= suffix
-    new[1] -= suffix
-
-
-@dataclass
-class Words:
-    """The words of a region: each one's identity (a 64-bit hash), start, end and piece
-    number. Arrays, not lists: a page's region can hold thousands of words, of which only
-    those at the edges of a change are ever looked at from Python."""
-
-    hashes: array
-    begins: array
-    ends: array
-    pieces: array
-
-
-# What a character is to the word scan. A token is a run of WORD characters (with any MARKs
-# among them), or one SINGLE character with the MARKs that follow it; SPACE separates tokens.
-SPACE, WORD, SINGLE, MARK = 0, 1, 2, 3
-
-
-def _decode(text, i, stop):  # pragma: no cover - inlined in the kernel
-    """(code point, length in bytes) of the UTF-8 character at `text[i]`, read no further
-    than `stop`; a byte that does not start a whole character there is (-1, 1)."""
-    lead = np.int64(text[i])
-    if lead < 0x80:
-        return lead, 1
-    if lead < 0xC2 or lead > 0xF4:
-        return np.int64(-1), 1
-    width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    if i + width > stop:
-        return np.int64(-1), 1
-    code = lead & (0x7F >> width)
-    for k in range(1, width):
-        byte = np.int64(text[i + k])
-        if byte & 0xC0 != 0x80:
-            return np.int64(-1), 1
-        code = (code << 6) | (byte & 0x3F)
-    return code, width
-
-
-def _char_class(code):  # pragma: no cover - inlined in the kernel
-    """SPACE, WORD, SINGLE or MARK. SINGLE: the scripts written without spaces between
-    words (Han, kana, CJK punctuation and fullwidth forms, Yi; Thai, Lao, Burmese, Khmer),
-    one character a token. MARK: combining marks, which stay with the character before
-    them (Thai and Lao vowel and tone marks, Burmese and Khmer signs, kana voicing marks,
-    variation selectors, Latin diacritics). Hangul and everything else: WORD."""
-    if code < 0x80:
-        return SPACE if code == 32 or 9 <= code <= 13 else WORD
-    if code < 0x0E00:
-        return MARK if 0x0300 <= code <= 0x036F else WORD
-    if code < 0x1100:
-        if code < 0x0F00:  # Thai, Lao
-            if (code == 0x0E31 or 0x0E34 <= code <= 0x0E3A or 0x0E47 <= code <= 0x0E4E or code == 0x0EB1
-                    or 0x0EB4 <= code <= 0x0EBC or 0x0EC8 <= code <= 0x0ECE):
-                return MARK
-            return SINGLE
-        if code < 0x1000:  # Tibetan: words apart by its own separator
-            return WORD
-        if (0x102B <= code <= 0x103E or 0x1056 <= code <= 0x1059 or 0x105E <= code <= 0x1060
-                or 0x1062 <= code <= 0x1064 or 0x1067 <= code <= 0x106D or 0x1071 <= code <= 0x1074
-                or 0x1082 <= code <= 0x108D or code == 0x108F or 0x109A <= code <= 0x109D):
-            return MARK  # Burmese signs
-        return SINGLE if code < 0x10A0 else WORD
-    if code < 0x2E80:
-        if 0x1780 <= code <= 0x17FF:  # Khmer
-            return MARK if 0x17B4 <= code <= 0x17D3 or code == 0x17DD else SINGLE
-        if 0x19E0 <= code <= 0x19FF:
-            return SINGLE
-        if (0x1AB0 <= code <= 0x1AFF or 0x1DC0 <= code <= 0x1DFF or 0x200C <= code <= 0x200D
-                or 0x20D0 <= code <= 0x20FF):
-            return MARK
-        return WORD
-    if code < 0xA000:  # CJK radicals, punctuation, kana, Bopomofo, Han
-        if code == 0x3000:
-            return SPACE
-        if 0x302A <= code <= 0x302F or 0x3099 <= code <= 0x309A:
-            return MARK
-        return SINGLE
-    if code < 0xF900:  # Yi and the Burmese extensions; Hangul syllables are words
-        if code <= 0xA4CF or 0xA9E0 <= code <= 0xA9FF or 0xAA60 <= code <= 0xAA7F:
-            return SINGLE
-        return WORD
-    if code < 0x10000:
-        if code <= 0xFAFF:
-            return SINGLE  # compatibility ideographs
-        if 0xFE00 <= code <= 0xFE0F or 0xFE20 <= code <= 0xFE2F:
-            return MARK
-        if 0xFE10 <= code <= 0xFE6F or 0xFF00 <= code <= 0xFF9F or 0xFFE0 <= code <= 0xFFEF:
-            return SINGLE  # vertical, compatibility and small forms; fullwidth and halfwidth forms
-        return WORD
-    if 0x1B000 <= code <= 0x1B16F or 0x20000 <= code <= 0x3FFFF:
-        return SINGLE  # kana supplement, Han extensions
-    if 0xE0100 <= code <= 0xE01EF:
-        return MARK
-    return WORD
-
-
-_decode_compiled = njit(inline="always")(_decode)
-_char_class_compiled = njit(inline="always")(_char_class)
-
-
-def _char_before(text: bytes, i: int) -> tuple[int, int]:
-    """(code point, start) of the character that ends at byte `i` (code -1 if invalid)."""
-    start = i - 1
-    while start > 0 and i - start < 4 and 0x80 <= text[start] < 0xC0:
-        start -= 1
-    code, width = _decode(text, start, i)
-    return (int(code), start) if start + width == i else (-1, i - 1)
-
-
-def is_token_boundary(text: bytes, i: int) -> bool:
-    """Whether a token of the word scan may start or end at byte `i` (never inside a
-    character): the word scan, decided from the characters around `i`."""
-    if i <= 0 or i >= len(text):
-        return True
-    if text[i] < 0x80 and text[i - 1] < 0x80:  # ASCII on both sides: whitespace decides
-        return text[i] in WHITESPACE or text[i - 1] in WHITESPACE
-    if 0x80 <= text[i] < 0xC0:
-        return False
-    after = _char_class(_decode(text, i, len(text))[0])
-    code, start = _char_before(text, i)
-    before = _char_class(code)
-    if before == SPACE or after in (SPACE, SINGLE):
-        return True
-    if after == MARK:
-        return False
-    for _ in range(8):  # a word after marks: a boundary when they follow a single character
-        if before != MARK or start == 0:
-            break
-        code, start = _char_before(text, start)
-        before = _char_class(code)
-    return before == SINGLE
-
-
-@njit(cache=True, nogil=True)
-def _scan_words(text, starts, stops, hashes, begins, ends, pieces):  # pragma: no cover - compiled
-    """Find the tokens of each piece `starts[k]:stops[k]` of `text` (see `_char_class`),
-    writing each one's hash, start, end and piece number; returns how many."""
-    count = 0
-    for piece in range(len(starts)):
-        i, stop = starts[piece], stops[piece]
-        while i < stop:
-            code, width = _decode_compiled(text, i, stop)
-            kind = _char_class_compiled(code)
-            if kind == SPACE:
-                i += width
-                continue
-            first = i
-            i += width
-            while i < stop:
-                code, width = _decode_compiled(text, i, stop)
-                following = _char_class_compiled(code)
-                if following == SPACE or following == SINGLE or (kind == SINGLE and following != MARK):  # noqa: SIM109
-                    break
-                i += width
-            hashes[count] = xxh3_64_of(text, first, i - first)
-            begins[count], ends[count], pieces[count] = first, i, piece
-            count += 1
-    return count
-
-
-if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.aot`
-    _scan_words = AHEAD_OF_TIME.scan_words
-
-
-def _scan(text: bytes, pieces: list[list[int]]) -> tuple[np.ndarray, int]:
-    """The word scan of the pieces: its table (hash, start, end, piece; a column a row) and
-    how many words it holds."""
-    capacity = sum((end - start + 1) // 2 for start, end in pieces)  # a word and a gap
-    found = np.empty((4, capacity), np.uint64)
-    count = _scan_words(text, np.array([start for start, _ in pieces], np.int64),
-                        np.array([end for _, end in pieces], np.int64), found[0], *found[1:].view(np.int64))
-    return found, count
-
-
-def _count_words(text: bytes, chunks: Sequence[Chunk], enough: int | None = None) -> int:
-    """How many tokens the chunks hold; given `enough`, counted a few chunks at a time (one,
-    two, four, ...) and no further once that many are found. A token that a boundary
-    between adjacent chunks cuts counts once."""
-    count, done, batch = 0, 0, 1 if enough is not None else len(chunks)
-    while done < len(chunks) and (enough is None or count < enough):
-        group = chunks[done:done + batch]
-        count += _scan(text, _pieces(group))[1]
-        if done and chunks[done - 1].end == group[0].offset and not is_token_boundary(text, group[0].offset):
-            count -= 1
-        done += len(group)
-        batch *= 2
-    return count
+    # Where the neighbours hold the same bytes, both sides widen by the same amount.
+    widen_start = all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]
+    widen_end = all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]
+    edges = (widen_start, before[0].offset if widen_start else 0, widen_end, after[0].end if widen_end else 0)
+    return bound(old_text, new_text, old_pieces, new_pieces, edges)
 
 
 def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
@@ -395,11 +143,11 @@ def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
         return spans
     windows: list[tuple[Span, int, int]] = []  # a window, its old and new tokens
     for span in spans:
-        old_count, new_count = _count_words(old_text, span.old), _count_words(new_text, span.new)
+        old_count, new_count = count_words(old_text, span.old), count_words(new_text, span.new)
         while windows:
             last, last_old, last_new = windows[-1]
             enough = max(last_old + new_count, last_new + old_count)
-            held = _count_words(old_text, last.old_gap, enough)  # the same bytes on both sides
+            held = count_words(old_text, last.old_gap, enough)  # the same bytes on both sides
             if held >= enough:
                 break
             windows.pop()
@@ -411,27 +159,6 @@ def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
             new_count += last_new + held
         windows.append((span, old_count, new_count))
     return [span for span, _, _ in windows]
-
-
-def _words(text: bytes, pieces: list[list[int]]) -> Words:
-    """The words of the pieces of `text`, found in one compiled pass.
-
-    A word is known by the low 64 bits of its XXH3 digest: rapidfuzz compares the items of
-    a sequence by hash anyway (Python's `hash` of each `bytes`, before), and reads an
-    `array` of them without a Python object per word.
-    """
-    found, count = _scan(text, pieces)
-    hashes, begins, ends, numbers = array("Q"), array("q"), array("q"), array("q")
-    for column, values in zip((hashes, begins, ends, numbers), found[:, :count]):
-        column.frombytes(values.tobytes())  # copied: an exported buffer could not shrink
-    return Words(hashes, begins, ends, numbers)
-
-
-def word_table(text: bytes, pieces: list[list[int]]) -> list[list[int]]:
-    """The words of the pieces as [hash, start, end, piece] rows: what the kernel found,
-    in plain lists (the reference tests compare it compiled and uncompiled)."""
-    words = _words(text, pieces)
-    return [list(row) for row in zip(words.hashes, words.begins, words.ends, words.pieces)]
 
 
 def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
@@ -610,22 +337,24 @@ def _token_moves(regions: list[_Region]) -> list[tuple[int, int, int, int, int, 
     changes = [(r, change) for r, region in enumerate(regions) for change in region.changes]
     if len(changes) < 2:  # a change's own two sides are in place, not moved
         return []
+    if (sum(i2 - i1 for _, (i1, i2, _, _) in changes) < MIN_MOVE_TOKENS
+            or sum(j2 - j1 for _, (_, _, j1, j2) in changes) < MIN_MOVE_TOKENS):
+        return []  # too few tokens on one side for any move (what `find_moves` checks first)
     old_hashes, new_hashes = array("Q"), array("Q")
-    old_groups: list[int] = []
-    new_groups: list[int] = []
     old_where: list[tuple[int, int, int]] = []  # per group: region, first word, first position
     new_where: list[tuple[int, int, int]] = []
-    for group, (r, (i1, i2, j1, j2)) in enumerate(changes):
+    for r, (i1, i2, j1, j2) in changes:
         old_where.append((r, i1, len(old_hashes)))
         new_where.append((r, j1, len(new_hashes)))
         old_hashes.extend(regions[r].old.hashes[i1:i2])
         new_hashes.extend(regions[r].new.hashes[j1:j2])
-        old_groups += [group] * (i2 - i1)
-        new_groups += [group] * (j2 - j1)
+    numbers = np.arange(len(changes))  # each token's group: its change's number, as an array
+    old_groups = np.repeat(numbers, [i2 - i1 for _, (i1, i2, _, _) in changes])
+    new_groups = np.repeat(numbers, [j2 - j1 for _, (_, _, j1, j2) in changes])
     found = []
     for i1, i2, j1, j2 in find_moves(old_hashes, old_groups, new_hashes, new_groups):
-        old_region, old_first, old_base = old_where[old_groups[i1]]
-        new_region, new_first, new_base = new_where[new_groups[j1]]
+        old_region, old_first, old_base = old_where[int(old_groups[i1])]
+        new_region, new_first, new_base = new_where[int(new_groups[j1])]
         found.append((old_region, old_first + i1 - old_base, old_first + i2 - old_base,
                       new_region, new_first + j1 - new_base, new_first + j2 - new_base))
     return found
@@ -714,12 +443,10 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
     regions = []
     for span in _windows(spans, old_text, new_text):
         old_pieces, new_pieces = _regions(span, old_text, new_text)
-        if len(old_pieces) == 1 and len(new_pieces) == 1:
-            _trim_common(old_text, new_text, old_pieces[0], new_pieces[0])
-        old_words, new_words = _words(old_text, old_pieces), _words(new_text, new_pieces)
+        old_words, new_words = words_of(old_text, old_pieces), words_of(new_text, new_pieces)
         changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
         changes = _absorb_short_equalities(changes, old_words, new_words, old_text, new_text)
-        regions.append(_Region(old_words, new_words, changes, old_pieces[0][0], new_pieces[0][0]))
+        regions.append(_Region(old_words, new_words, changes, int(old_pieces[0, 0]), int(new_pieces[0, 0])))
     found = _token_moves(regions)
     old_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
     new_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)

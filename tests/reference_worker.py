@@ -4,7 +4,8 @@ Run with NUMBA_DISABLE_JIT=1. Reads one JSON request per line,
 {"data": base64, "avg": int, "min": int, "max": int, "split": [int, ...]},
 and answers one JSON line: the chunks of `chunk_content`, of `chunk_many`, and of a
 `Chunker` fed the data cut at `split`, each as [offset, length, hex digest] triples; and
-the words `cdc.refine` finds in the pieces the cuts make, as [hash, start, end, piece].
+the words `cdc.refine` finds in the pieces the cuts make, as [hash, start, end, piece],
+and what the other word kernels say of the data (`word_checks`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import numpy as np
 
 from cdc import Chunker, ChunkParams, chunk_content, chunk_many
 from cdc.refine import word_table
+from cdc.regions import bound
+from cdc.words import count_words, is_token_boundary
 
 
 def triples(chunks):
@@ -41,6 +44,25 @@ def answer(request: dict) -> dict:
         "many": triples(chunk_many([data], params)[0]),
         "streamed": triples(streamed),
         "words": word_table(data, [list(pair) for pair in itertools.pairwise(bounds)]),
+        "word_checks": word_checks(data, chunk_content(data, params)),
+    }
+
+
+def word_checks(data: bytes, chunks) -> dict:
+    """What the word kernels other than the scan say of `data`: the token boundaries, the
+    tokens of its chunks (all, a run in the middle, and counted up to a few), and the ranges
+    to diff of the data and a copy edited in the middle, cut where the chunks are."""
+    middle = chunks[len(chunks) // 3:len(chunks) // 3 + 5]
+    edited = data[:len(data) // 2] + b"x" + data[len(data) // 2:]
+    return {
+        "boundaries": [bool(is_token_boundary(data, i)) for i in range(len(data) + 1)],
+        "counts": [count_words(data, chunks), count_words(data, middle), count_words(data, chunks, 3),
+                   count_words(data, list(chunks), 7)],
+        "bounds": [[pieces.tolist() for pieces in bound(data, edited, [[start, len(data) - start]],
+                                                        [[start, len(edited) - start]], edges)]
+                   for start in (0, len(data) // 3, len(data) // 2)
+                   for edges in ((0, 0, 0, 0), (1, max(0, start - 300), 1, len(data)))
+                   if start <= len(data) - start],
     }
 
 

@@ -171,6 +171,22 @@ def test_ignored_digests_are_left_out_of_every_measure():
     assert ignoring.alignment == []
 
 
+def test_chunks_and_lists_of_the_same_chunks_compare_alike():
+    """`compare` reads a `Chunks` by its columns and a list chunk by chunk: the two ways
+    give the same report, with boilerplate left out or not, moves and repeats included."""
+    paragraphs = [textgen.text(60 + i, 700) for i in range(8)]
+    old = b"\n".join(paragraphs + paragraphs[:1])
+    new = b"\n".join([paragraphs[5], *paragraphs[:5], textgen.text(70, 900), *paragraphs[6:]])
+    old_chunks, new_chunks = chunk_content(old), chunk_content(new)
+    ignored = {old_chunks[0].digest, new_chunks[-1].digest}
+    for ignore in (frozenset(), ignored):
+        for texts in ({}, {"old_text": old, "new_text": new}):
+            columns = compare(old_chunks, new_chunks, ignore=ignore, **texts)
+            listed = compare(list(old_chunks), list(new_chunks), ignore=ignore, **texts)
+            assert columns == listed
+            assert columns.moved or columns.edits
+
+
 def test_verdict_thresholds_are_configurable():
     old = textgen.text(50, 20_000)
     new = old.replace(b"crawl", b"CRAWL", 3)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from cdc import Chunker, ChunkParams, chunk_content
 from cdc.refine import word_table
 from tests import textgen
+from tests.reference_worker import word_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,6 +83,7 @@ def test_compiled_equals_uncompiled(reference, data, params, split):
     assert ours == expected["one_shot"] == expected["many"] == expected["streamed"]
     bounds = sorted({0, len(data), *(s for s in split if s < len(data))})
     assert word_table(data, [list(pair) for pair in itertools.pairwise(bounds)]) == expected["words"]
+    assert word_checks(data, chunk_content(data, params)) == expected["word_checks"]
 
 
 def test_compiled_equals_uncompiled_on_text(reference):

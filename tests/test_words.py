@@ -219,8 +219,8 @@ def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
         new_paragraphs[at] = " ".join(words)
     old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
     read = []
-    words = cdc.refine._words
-    monkeypatch.setattr(cdc.refine, "_words", lambda text, pieces: (
+    words = cdc.refine.words_of
+    monkeypatch.setattr(cdc.refine, "words_of", lambda text, pieces: (
         read.append(sum(end - start for start, end in pieces)), words(text, pieces))[1])
     report = diff(old, new)
     assert [shown(new, e.new_offset, e.new_length) for e in report.edits] == [b"CHANGED", b"CHANGED"]
