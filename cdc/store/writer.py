@@ -419,16 +419,19 @@ class Writer:
         policy = self.retention(connection)
         limits = ", ".join(f"({int(keep)}, ?)" for _, keep in policy.classes)
         # The pages' retained generations, newest first, and their limits: a page's rows come
-        # whole in each group of keys, as the window over a page needs.
+        # whole in each group of keys, as the window over a page needs. Only a policy with
+        # classes reads the pages' classes (a lookup of every page more).
+        classes = "" if not policy.classes else """
+            JOIN (SELECT natural_key, retention_class FROM pages WHERE natural_key IN ({keys})) p
+              USING (natural_key) LEFT JOIN class_limits l USING (retention_class)"""
+        limit = f"coalesce(l.keep, {int(policy.keep)})" if policy.classes else str(int(policy.keep))
         expired = f"""
             SELECT g.natural_key, g.generation, g.length FROM (
                 SELECT natural_key, generation, length, text IS NOT NULL AS held,
                        row_number() OVER (PARTITION BY natural_key ORDER BY generation DESC) AS newest
                 FROM generations WHERE natural_key IN ({{keys}})
-            ) g JOIN (SELECT natural_key, retention_class FROM pages WHERE natural_key IN ({{keys}})) p
-                USING (natural_key)
-            LEFT JOIN class_limits l USING (retention_class)
-            WHERE g.held AND g.newest > coalesce(l.keep, {int(policy.keep)})"""
+            ) g {classes}
+            WHERE g.held AND g.newest > {limit}"""
         connection.execute(
             "CREATE OR REPLACE TEMP TABLE class_limits (keep INTEGER, retention_class VARCHAR)")
         if policy.classes:
