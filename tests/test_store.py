@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import defaultdict
 
 import duckdb
 import pytest
@@ -170,7 +171,7 @@ def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
     monkeypatch.setattr(lookups, "KEYS_PER_LOOKUP", 3)  # several lookups, a short last one
     read = {}
     for rows_per_key in (0, 10**12):
-        monkeypatch.setattr(lookups, "LOOKUP_ROWS_PER_KEY", rows_per_key)
+        monkeypatch.setattr(lookups, "LOOKUP_ROWS_PER_KEY", defaultdict(lambda n=rows_per_key: n))
         with store.writing() as connection:
             read[rows_per_key] = store.page_states(connection, keys), store.page_histories(connection, keys)
     (states, histories), scanned = read[0], read[10**12]
@@ -199,7 +200,7 @@ def test_a_store_written_by_key_holds_the_rows_of_one_written_by_scans(tmp_path,
              for r in records if r["fetched_at"] == records[-1]["fetched_at"]]
     stores = {}
     for name, rows_per_key in (("keyed", 0), ("scanned", 10**12)):
-        monkeypatch.setattr(lookups, "LOOKUP_ROWS_PER_KEY", rows_per_key)
+        monkeypatch.setattr(lookups, "LOOKUP_ROWS_PER_KEY", defaultdict(lambda n=rows_per_key: n))
         monkeypatch.setattr(lookups, "KEYS_PER_LOOKUP", 4)  # several groups a statement
         stores[name] = Store(tmp_path / f"{name}.duckdb")
         stores[name].set_retention(RetentionPolicy(keep=2, classes=(("long", 3),)))

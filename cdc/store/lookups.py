@@ -17,10 +17,12 @@ import pyarrow as pa
 KEYS_PER_LOOKUP = 256
 # A statement over a set of pages looks them up by key, through the natural_key index, while
 # the table holds more than this many rows per key; else it joins the whole table with the
-# keys, in one scan. Measured on the synthetic store (`benchmarks/store_scale.py`): a lookup
-# costs about as much as scanning this many rows of `generations` (a scan of a small store
-# costs less than a batch of lookups; of a store of a million pages, many times more).
-LOOKUP_ROWS_PER_KEY = 200
+# keys, in one scan. A lookup costs about as much as scanning this many rows of each table,
+# as measured on a store of 1,000,000 pages (`benchmarks/store_scale.py`, 256 keys, a warm
+# file): a few hundred µs a key for each, where a scan of `generations` reads every text and
+# a scan of the others only narrow rows. So a batch's pages are looked up in `generations`
+# from a few hundred pages a batch on, and in the other tables in stores of several million.
+LOOKUP_ROWS_PER_KEY = {"generations": 100, "pages": 1000, "changes": 3000, "chunk_lists": 3000}
 
 
 def _key_table(keys: Sequence[str]) -> pa.Table:
@@ -60,7 +62,7 @@ def _table_rows(connection: duckdb.DuckDBPyConnection, table: str) -> int:
 
 def _looked_up(connection: duckdb.DuckDBPyConnection, table: str, keys: Sequence[str]) -> bool:
     """Whether a statement over `keys` of `table` pays to look them up by key (`LOOKUP_ROWS_PER_KEY`)."""
-    return _table_rows(connection, table) > LOOKUP_ROWS_PER_KEY * len(keys)
+    return _table_rows(connection, table) > LOOKUP_ROWS_PER_KEY[table] * len(keys)
 
 
 def _for_keys(connection: duckdb.DuckDBPyConnection, statement: str, keys: Sequence[str],
