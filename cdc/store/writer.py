@@ -129,17 +129,20 @@ class WriteBatch:
 
 
 def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
-    """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for a few keys.
+    """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for keys
+    few next to the store's generations.
 
-    Each table is looked up alone, by key, so DuckDB answers from its index and reads only
-    the blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB
-    WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) A
-    page's older retained generations are read too, and dropped here.
+    The generations are looked up alone, by key, so DuckDB answers from its index and reads
+    only the blocks that hold these pages. (Joined, it scans every generation's text: on a 1
+    GB WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) The
+    pages and chunk lists are narrow rows: looked up by key or joined whole, whichever costs
+    less for their table (`_for_keys`). A page's older retained generations are read too, and
+    dropped here.
     """
-    pages = _by_keys(connection, """
+    pages = _for_keys(connection, """
         SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
         FROM pages WHERE natural_key IN ({keys})
-    """, keys)
+    """, keys, "pages")
     latest = {row[0]: row[2] for row in pages}
 
     def of_latest(row: tuple) -> bool:
@@ -149,10 +152,11 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
         SELECT natural_key, generation, content_digest, encode(text), length, chunk_count, first_run
         FROM generations WHERE natural_key IN ({keys})
     """, keys, of_latest)}
-    chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_keys(connection, """
+    lists = _for_keys(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
         WHERE natural_key IN ({keys})
-    """, keys, of_latest)}
+    """, keys, "chunk_lists")
+    chunks = {key: (digests, lengths) for key, _, digests, lengths in filter(of_latest, lists)}
     return pages, generations, chunks
 
 
