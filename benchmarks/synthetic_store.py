@@ -47,6 +47,7 @@ import hashlib
 import json
 import os
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -58,6 +59,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+# Run as a script, this working tree's `cdc` goes first, not an installed one.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cdc
 from cdc.ingest import (
@@ -80,6 +84,8 @@ CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is g
 SHARED_CHUNKS = 8  # passages found on every host; each page carries one with probability 1/2
 POOL_BYTES = 4 << 20  # the random words every chunk's text is cut from
 SLICE_PAGES = 20_000  # pages whose rows are built and inserted at a time: bounds memory
+BUILD_MEMORY = "2GB"  # DuckDB's memory limit while the builder writes
+REFRESH_HOSTS = 100  # hosts whose templates are counted in one transaction
 CRAWL_START = datetime(2025, 1, 6)
 CRAWL_EVERY = timedelta(days=7)
 RUN_AFTER = timedelta(hours=1)  # a crawl's run is ingested this long after its last fetch
@@ -392,7 +398,9 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                                      else None) as work:
         building = Path(work) / "store.duckdb"
         _empty_store(building, keep)
-        connection = duckdb.connect(str(building))
+        # DuckDB's default memory limit (80% of the machine) let a 1,000,000-page build grow
+        # past 11 GB, caching what it wrote; bounded, it writes out and reads back instead.
+        connection = duckdb.connect(str(building), config={"memory_limit": BUILD_MEMORY})
         try:
             connection.execute("SET enable_progress_bar = false")
             # Rows go in unindexed; the indexes are made whole at the end, as a store cdc
@@ -445,9 +453,14 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             connection.execute("CHECKPOINT")
         finally:
             connection.close()
+        # The templates and flags, as each run's end counts them, a slice of hosts at a time:
+        # a host's count needs only its own pages, and the whole store at once outgrows the
+        # writer's memory limit past a few hundred thousand pages.
         store = Store(building)
-        with store.writing() as writer:  # as each run's end does, once for the whole store
-            store.refresh_templates(writer)
+        for first in range(0, hosts, REFRESH_HOSTS):
+            sliced = range(first, min(first + REFRESH_HOSTS, hosts))
+            with store.writing() as writer:
+                store._refresh_templates(writer, [keys[p] for h in sliced for p in range(h, pages, hosts)])
         os.replace(building, path)
     return BuildResult(path, time.perf_counter() - started, path.stat().st_size, pages,
                        pages * generations, chunk_rows, text_bytes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import defaultdict
 
 import duckdb
 import pytest
@@ -15,8 +16,9 @@ from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.ingest import Ingester
 from cdc.queries import PageNotFoundError, compare_generations, find_page
 from cdc.sources import iter_jsonl, iter_records
-from cdc.store import RetentionPolicy, SpecMismatchError, Store, StoreNotFoundError, lookups, writer
-from tests import crawlgen, textgen
+from cdc.store import RetentionPolicy, SpecMismatchError, Store, StoreNotFoundError, lookups
+from tests import crawlgen, storerows, textgen
+from tests.test_template import _template_change
 
 
 def ingest(store: Store, records: list[dict], **kwargs):
@@ -158,8 +160,9 @@ def test_a_later_batch_trims_what_earlier_batches_retained(store):
 
 
 def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
-    """Ingest reads a small batch's page states through the index, a large one's in one
-    scan: the two agree, for pages with older retained generations and unknown keys too."""
+    """Ingest reads the page states of a batch small next to the store through the index,
+    else in one scan: the two agree, for pages with older retained generations and unknown
+    keys too."""
     store.set_retention(RetentionPolicy(keep=2))
     records = crawlgen.crawl(hosts=2, pages=3, versions=4)
     records.append(crawlgen.record("https://a.example/once", 0, "a page seen once"))
@@ -167,11 +170,11 @@ def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
     keys = [*store.page_keys(), "https://never.example/seen"]
     monkeypatch.setattr(lookups, "KEYS_PER_LOOKUP", 3)  # several lookups, a short last one
     read = {}
-    for lookup_keys in (len(keys), 0):
-        monkeypatch.setattr(writer, "INDEXED_LOOKUP_KEYS", lookup_keys)
+    for rows_per_key in (0, 10**12):
+        monkeypatch.setattr(lookups, "LOOKUP_ROWS_PER_KEY", defaultdict(lambda n=rows_per_key: n))
         with store.writing() as connection:
-            read[lookup_keys] = store.page_states(connection, keys), store.page_histories(connection, keys)
-    (states, histories), scanned = read[len(keys)], read[0]
+            read[rows_per_key] = store.page_states(connection, keys), store.page_histories(connection, keys)
+    (states, histories), scanned = read[0], read[10**12]
     assert (states, histories) == scanned
     assert len(states) == len(histories) == 7 and "https://never.example/seen" not in states
     page = states["https://shop0.example/item/1"]
@@ -181,6 +184,33 @@ def test_page_states_read_by_index_and_by_scan_agree(store, monkeypatch):
     assert [fetch[0].day for fetch in history.fetches] == [1, 2, 3, 4]
     assert page.text and len(page.chunk_digests) == len(page.chunk_lengths) > 1
     assert sum(page.chunk_lengths) == len(page.text)
+
+
+def test_a_store_written_by_key_holds_the_rows_of_one_written_by_scans(tmp_path, monkeypatch):
+    """Every statement over a batch's or a run's pages looks them up by key in a store large
+    next to them, else joins whole tables: both ways give the same store, row for row
+    (generations trimmed past retention, pages re-fetched unchanged and late, template-only
+    flags, a site-wide template change), and the same page runs."""
+    records = crawlgen.crawl(hosts=2, pages=6, versions=4)
+    late = crawlgen.record("https://shop0.example/item/2", 1, crawlgen.page_versions(2, 2)[1] + " late")
+    unchanged = crawlgen.record("https://shop1.example/item/0", 5, crawlgen.page_versions(100, 4)[3])
+    navigation = {**records[0]["sections"][0], "text": _template_change(crawlgen.NAVIGATION)}
+    moved = [{**r, "fetched_at": crawlgen.record("x", 6, "")["fetched_at"],
+              "sections": [navigation, *r["sections"][1:]]}
+             for r in records if r["fetched_at"] == records[-1]["fetched_at"]]
+    stores = {}
+    for name, rows_per_key in (("keyed", 0), ("scanned", 10**12)):
+        monkeypatch.setattr(lookups, "LOOKUP_ROWS_PER_KEY", defaultdict(lambda n=rows_per_key: n))
+        monkeypatch.setattr(lookups, "KEYS_PER_LOOKUP", 4)  # several groups a statement
+        stores[name] = Store(tmp_path / f"{name}.duckdb")
+        stores[name].set_retention(RetentionPolicy(keep=2, classes=(("long", 3),)))
+        ingest(stores[name], records[:30], batch_records=7)
+        ingest(stores[name], [*records[30:], late, unchanged], batch_records=5)
+        ingest(stores[name], moved)
+    assert any(row.template_only for row in stores["keyed"].changes())
+    storerows.assert_same_rows(stores["keyed"].path, stores["scanned"].path)
+    assert storerows.store_rows(stores["keyed"].path, ("page_runs",)) == storerows.store_rows(
+        stores["scanned"].path, ("page_runs",))
 
 
 def test_erasure_removes_the_page_from_every_table_and_from_the_file(store):

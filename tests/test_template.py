@@ -21,7 +21,7 @@ from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store
-from cdc.store.templates import UNFLAGGED_PAGES
+from cdc.store.templates import unflagged_pages
 from tests import crawlgen
 from tests.test_dashboard import open_page
 
@@ -190,4 +190,4 @@ def test_the_rows_a_killed_run_left_unflagged_are_flagged_by_the_next_run_once(s
     assert sorted((row.natural_key, row.generation, row.template_only) for row in store.changes()
                   if row.natural_key != other["url"]) == sorted(flagged)
     with store.reading() as connection:  # nothing left for a later run's end to count again
-        assert connection.execute(UNFLAGGED_PAGES).fetchall() == []
+        assert unflagged_pages(connection) == []

@@ -21,7 +21,7 @@
 Values are always bound parameters; table contents arrive in bulk as Arrow tables.
 
 The tunable bounds live where they are read, and are set there (a test's monkeypatch too):
-`cdc.store.lookups.KEYS_PER_LOOKUP`, `cdc.store.writer.INDEXED_LOOKUP_KEYS`,
+`cdc.store.lookups.KEYS_PER_LOOKUP`, `cdc.store.lookups.LOOKUP_ROWS_PER_KEY`,
 `cdc.store.connection.RETRY_CEILING`, `cdc.store.schema.UPGRADE_TO_LISTS`.
 """
 

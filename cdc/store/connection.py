@@ -19,11 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
 from cdc.lifeline import raise_if_stopped
-from cdc.store.lookups import _one, _registered
+from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
     SCHEMA_VERSION,
@@ -167,9 +166,7 @@ class Connections:
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
                 removed += count
             if page is not None:  # one page fewer: the host's template is counted again
-                with _registered(connection, "erased_host", pa.table({"host": pa.array(page, pa.string())})):
-                    self._refresh_templates(connection, "SELECT natural_key FROM pages WHERE false",
-                                            "SELECT host FROM erased_host")
+                self._refresh_templates(connection, [], [page[0]])
         self.compact()
         return removed
 

@@ -1,5 +1,7 @@
 """Query helpers the writer and the reads share: lookups by key in bounded groups of bound
-parameters, Arrow tables registered for one statement, the one row of a query.
+parameters, Arrow tables registered for one statement, the one row of a query, and the
+statements of the writer that touch a set of pages (`_for_keys`, `_gather`): by key, through
+the index, where the table is large next to the set, else in one scan.
 
 Values are always bound parameters; table contents arrive in bulk as Arrow tables.
 """
@@ -13,6 +15,14 @@ import duckdb
 import pyarrow as pa
 
 KEYS_PER_LOOKUP = 256
+# A statement over a set of pages looks them up by key, through the natural_key index, while
+# the table holds more than this many rows per key; else it joins the whole table with the
+# keys, in one scan. A lookup costs about as much as scanning this many rows of each table,
+# as measured on a store of 1,000,000 pages (`benchmarks/store_scale.py`, 256 keys, a warm
+# file): a few hundred µs a key for each, where a scan of `generations` reads every text and
+# a scan of the others only narrow rows. So a batch's pages are looked up in `generations`
+# from a few hundred pages a batch on, and in the other tables in stores of several million.
+LOOKUP_ROWS_PER_KEY = {"generations": 100, "pages": 1000, "changes": 3000, "chunk_lists": 3000}
 
 
 def _key_table(keys: Sequence[str]) -> pa.Table:
@@ -57,6 +67,60 @@ def _by_key_pairs(connection: duckdb.DuckDBPyConnection, query: str,
                                                 generations=", ".join("?" * len(numbers))), [*part, *numbers])
         rows += [row for row in found.fetchall() if row[1] in wanted[row[0]]]
     return rows
+
+
+def _table_rows(connection: duckdb.DuckDBPyConnection, table: str) -> int:
+    """About how many rows `table` has (DuckDB's own count, from its storage: no scan)."""
+    row = _one(connection.execute(
+        "SELECT estimated_size FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main' "
+        "AND database_name = current_database()", [table]))
+    return row[0] if row else 0
+
+
+def _looked_up(connection: duckdb.DuckDBPyConnection, table: str, keys: Sequence[str]) -> bool:
+    """Whether a statement over `keys` of `table` pays to look them up by key (`LOOKUP_ROWS_PER_KEY`)."""
+    return _table_rows(connection, table) > LOOKUP_ROWS_PER_KEY[table] * len(keys)
+
+
+def _for_keys(connection: duckdb.DuckDBPyConnection, statement: str, keys: Sequence[str],
+              table: str) -> list[tuple]:
+    """Run `statement` for the pages `keys` of `table`, and return its rows. `{keys}` in the
+    statement (maybe more than once) stands for the keys: bound parameters,
+    `KEYS_PER_LOOKUP` at a time, which DuckDB answers from the natural_key index (its ART
+    index serves `natural_key IN (constants)`, not a join), while `table` is large next to
+    the keys (`_looked_up`); else the keys as one registered Arrow table, joined in one scan.
+    Each group's statement must touch only that group's pages (a window by page, an update of
+    those pages), so that the groups add up to the whole."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
+        return []
+    if not _looked_up(connection, table, keys):
+        with _registered(connection, "statement_keys", _key_table(keys)):
+            everything = statement.format(keys="SELECT natural_key FROM statement_keys")
+            return connection.execute(everything).fetchall()
+    rows: list[tuple] = []
+    uses = statement.count("{keys}")
+    for start in range(0, len(keys), KEYS_PER_LOOKUP):
+        part = keys[start:start + KEYS_PER_LOOKUP]
+        rows += connection.execute(statement.format(keys=", ".join("?" * len(part))), part * uses).fetchall()
+    return rows
+
+
+def _gather(connection: duckdb.DuckDBPyConnection, name: str, query: str, keys: Sequence[str] | None,
+            table: str) -> None:
+    """A temporary table `name` of the rows of `query` for the pages `keys` of `table`
+    (`_for_keys`), or for every page of the store (`keys` None)."""
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query.format(keys='NULL')}")
+    if keys is None:
+        connection.execute(f"INSERT INTO {name} {query.format(keys='SELECT natural_key FROM pages')}")
+    else:
+        _for_keys(connection, f"INSERT INTO {name} {query}", keys, table)
+
+
+def _keys_of(connection: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The distinct natural keys of a (temporary) table, in key order."""
+    return [key for (key,) in connection.execute(
+        f"SELECT DISTINCT natural_key FROM {table} ORDER BY 1").fetchall()]
 
 
 def _one(result: duckdb.DuckDBPyConnection) -> tuple | None:

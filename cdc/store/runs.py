@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cdc.store.lookups import _key_table, _one, _registered
-from cdc.store.templates import UNFLAGGED_PAGES
+from cdc.store.lookups import _one
+from cdc.store.templates import unflagged_pages
 
 COMPACT_SHARE = 0.5  # of the file's bytes, dropped as text by a run's trim: then compact it
 RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
@@ -58,12 +58,11 @@ class Runs:
         blocks for later writes but never shrinks the file, so past `COMPACT_SHARE` of the
         file freed, the store is rewritten whole (`compact`)."""
         with self.writing() as connection:
-            with _registered(connection, "run_pages", _key_table(sorted(pages))):
-                dropped = self._trim(connection, "SELECT natural_key FROM run_pages")
-                # A run that did not finish (killed) left rows unflagged: they are flagged
-                # with the next run's, found by their state (once flagged, never again).
-                self._refresh_templates(connection, f"""
-                    SELECT natural_key FROM run_pages UNION {UNFLAGGED_PAGES}""")
+            pages = sorted(pages)
+            dropped = self._trim(connection, pages)
+            # A run that did not finish (killed) left rows unflagged: they are flagged with
+            # the next run's, found by their state (once flagged, never again).
+            self._refresh_templates(connection, sorted({*pages, *unflagged_pages(connection, pages)}))
             # One row per page for the run: the latest of those its batches wrote.
             connection.execute("""
                 CREATE OR REPLACE TEMP TABLE seen AS

@@ -326,7 +326,7 @@ class Schema:
                 self._renumber(connection)
             for statement in UPGRADE_TO_TEMPLATES:
                 connection.execute(statement)
-            self._refresh_templates(connection, "SELECT natural_key FROM pages")
+            self._refresh_templates(connection, None)
         except BaseException:
             connection.execute("ROLLBACK")
             raise

@@ -26,42 +26,70 @@ recrawl has none; a site-wide change, the host's).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
+import pyarrow as pa
 
 from cdc.store.layout import _digests_of
+from cdc.store.lookups import _for_keys, _gather, _key_table, _keys_of, _registered
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
 # latest generations), and on at least this many of them (`cdc.boilerplate`).
 BOILERPLATE_SHARE = 0.05
 BOILERPLATE_MIN_PAGES = 3
 
-# The pages with a change row that can be flagged and is not: both its generations' chunk
-# lists are held, neither empty. A run's end adds them to its own pages, so the rows a
-# killed run wrote are flagged by the next run that finishes.
+# The change rows that can be flagged and are not, among the rows of `changes` with no flag
+# and a generation before (`unflagged`, a scan of two narrow columns): both their
+# generations' chunk lists are held, neither empty (`unflagged_lists`, looked up by key). A
+# run's end adds their pages to its own, so the rows a killed run wrote are flagged by the
+# next run that finishes.
+UNFLAGGED_ROWS = """
+    SELECT natural_key, generation, previous_generation FROM changes
+    WHERE template_only IS NULL AND previous_generation IS NOT NULL"""
+UNFLAGGED_LISTS = """
+    SELECT natural_key, generation FROM chunk_lists
+    WHERE octet_length(digests) > 0 AND natural_key IN ({keys})"""
 UNFLAGGED_PAGES = """
-    SELECT DISTINCT c.natural_key FROM changes c
-    WHERE c.template_only IS NULL AND c.previous_generation IS NOT NULL
-      AND EXISTS (SELECT 1 FROM chunk_lists l WHERE l.natural_key = c.natural_key
-                    AND l.generation = c.generation AND octet_length(l.digests) > 0)
-      AND EXISTS (SELECT 1 FROM chunk_lists l WHERE l.natural_key = c.natural_key
-                    AND l.generation = c.previous_generation AND octet_length(l.digests) > 0)"""
+    SELECT DISTINCT u.natural_key FROM unflagged u
+    SEMI JOIN unflagged_lists n ON n.natural_key = u.natural_key AND n.generation = u.generation
+    SEMI JOIN unflagged_lists o ON o.natural_key = u.natural_key AND o.generation = u.previous_generation
+    ORDER BY 1"""
 
-# The lists of the pages of the hosts in `host_size`, with their host.
-_HOSTS_LISTS = """
-    SELECT p.host, l.natural_key, l.digests
-    FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
-    WHERE p.host IN (SELECT host FROM host_size)"""
+# The pages of the hosts in `touched_hosts`, and their chunk lists (looked up by key), with
+# their host: all that a refresh reads of the chunk lists.
+HOSTS_PAGES = "SELECT natural_key, host FROM pages WHERE host IN ({hosts})"
+HOSTS_LISTS = """
+    SELECT p.host, l.natural_key, l.generation, l.digests
+    FROM chunk_lists l JOIN host_pages p USING (natural_key) WHERE l.natural_key IN ({keys})"""
+_HOSTS_LISTS = "SELECT host, natural_key, digests FROM host_lists"
+# The change rows of the pages whose flags are counted again, as they are before the refresh.
+STALE_CHANGES = """
+    SELECT natural_key, generation, previous_generation, template_only, template_edit
+    FROM changes WHERE natural_key IN ({keys})"""
 
-# A host's template: its digests on at least `?` (minimum pages) and more than `?` (share) of
-# the pages of the hosts in `host_size` (host, pages), counted over every retained generation.
-# Each page's digests are made distinct first: a third of the cost of count(DISTINCT).
-TEMPLATE_DIGESTS = f"""
+
+def _template_digests(lists: str) -> str:
+    """A host's template: its digests on at least `?` (minimum pages) and more than `?`
+    (share) of the pages of the hosts in `host_size` (host, pages), counted over every
+    retained generation: the chunk lists of `lists` (host, natural_key, digests). Each page's
+    digests are made distinct first: a third of the cost of count(DISTINCT)."""
+    return f"""
     SELECT c.host, c.digest
-    FROM (SELECT DISTINCT host, natural_key, digest FROM {_digests_of(_HOSTS_LISTS)}) c
+    FROM (SELECT DISTINCT host, natural_key, digest FROM {_digests_of(lists)}) c
     JOIN host_size h ON h.host = c.host
     GROUP BY c.host, c.digest
     HAVING count(*) >= ? AND count(*) > ? * any_value(h.pages)
 """
+
+
+# The templates of the hosts in `host_size`, from the store's tables (what the reads count)
+# and from the lists a refresh gathered (`host_lists`).
+TEMPLATE_DIGESTS = _template_digests("""
+    SELECT p.host, l.natural_key, l.digests
+    FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
+    WHERE p.host IN (SELECT host FROM host_size)""")
+_GATHERED_TEMPLATE_DIGESTS = _template_digests(_HOSTS_LISTS)
 
 # The pages of the hosts in `host_size` that hold a digest that entered or left their
 # template (`template_moves`).
@@ -70,11 +98,9 @@ _MOVED_PAGES = f"""
     SEMI JOIN template_moves m ON m.host = c.host AND m.digest = c.digest"""
 
 # The chunk lists of the generations in `wanted`, with their host.
-_WANTED_LISTS = """
-    SELECT p.host, l.natural_key, l.generation, l.digests
-    FROM chunk_lists l SEMI JOIN wanted USING (natural_key, generation) JOIN pages p USING (natural_key)"""
+_WANTED_LISTS = "SELECT * FROM host_lists SEMI JOIN wanted USING (natural_key, generation)"
 
-# The flag of every change row of the pages in `stale_pages`, and the edit a template-only
+# The flag of every change row in `stale_changes`, and the edit a template-only
 # row makes. A row is counted again when it has no flag yet (a writer inserts a row, or
 # re-chunks its generations, without one) or its page holds a digest that moved in or out of
 # the template (`moved_pages`); another row keeps its flag and edit, unless the trim took one
@@ -90,7 +116,7 @@ FRESH_FLAGS = f"""
         SELECT natural_key, generation, previous_generation, template_only, template_edit,
                previous_generation IS NOT NULL AND (template_only IS NULL OR natural_key IN
                    (SELECT natural_key FROM moved_pages)) AS recount
-        FROM changes WHERE natural_key IN (SELECT natural_key FROM stale_pages)
+        FROM stale_changes
     ),
     wanted AS (
         SELECT natural_key, generation FROM stale_rows WHERE recount
@@ -119,8 +145,8 @@ FRESH_FLAGS = f"""
                md5(string_agg(hex(digest) || ':' || delta, ',' ORDER BY digest)) AS edit
         FROM deltas GROUP BY ALL
     ),
-    held AS (SELECT natural_key, generation FROM chunk_lists
-             WHERE natural_key IN (SELECT natural_key FROM stale_pages)),
+    held AS (SELECT natural_key, generation FROM host_lists
+             WHERE natural_key IN (SELECT natural_key FROM stale_changes)),
     flags AS (
         SELECT x.natural_key, x.generation, e.edit, x.template_edit AS kept_edit,
                CASE WHEN x.recount THEN CASE WHEN n.chunks IS NOT NULL AND o.chunks IS NOT NULL
@@ -140,29 +166,56 @@ FRESH_FLAGS = f"""
 """
 
 
+def unflagged_pages(connection: duckdb.DuckDBPyConnection, besides: Sequence[str] = ()) -> list[str]:
+    """The pages, other than `besides`, with a change row that can be flagged and is not
+    (`UNFLAGGED_PAGES`): the rows a killed run wrote, in a store whose runs all finished none."""
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE unflagged AS {UNFLAGGED_ROWS}")
+    with _registered(connection, "besides", _key_table(besides)):
+        connection.execute("DELETE FROM unflagged WHERE natural_key IN (SELECT natural_key FROM besides)")
+    _gather(connection, "unflagged_lists", UNFLAGGED_LISTS, _keys_of(connection, "unflagged"), "chunk_lists")
+    pages = [key for (key,) in connection.execute(UNFLAGGED_PAGES).fetchall()]
+    connection.execute("DROP TABLE unflagged")
+    connection.execute("DROP TABLE unflagged_lists")
+    return pages
+
+
 class Templates:
     """The stored templates and flags, mixed into `Store`: refreshed by the writers."""
 
     def refresh_templates(self, connection: duckdb.DuckDBPyConnection) -> None:
         """Every host's template counted again, and the flags set, through a write connection:
         after the chunk lists were rewritten (`cdc migrate`'s new digests)."""
-        self._refresh_templates(connection, "SELECT natural_key FROM pages")
+        self._refresh_templates(connection, None)
 
-    def _refresh_templates(self, connection: duckdb.DuckDBPyConnection, pages: str,
-                           hosts: str | None = None) -> None:
-        """Count the templates of `hosts` again (default: the hosts of `pages`), then set the
+    def _refresh_templates(self, connection: duckdb.DuckDBPyConnection, pages: Sequence[str] | None,
+                           hosts: Sequence[str] = ()) -> None:
+        """Count the templates of the hosts of `pages` and of `hosts` again, then set the
         flags of every change row of `pages` and of the rows a template change can flip.
 
-        `pages` and `hosts` are this package's own constant queries (of `natural_key`, of
-        `host`), never user input: `pages` the pages whose chunk lists changed, `hosts` any
-        host whose pages changed (an erased page's)."""
-        hosts = hosts or f"SELECT DISTINCT host FROM pages WHERE natural_key IN ({pages})"
-        connection.execute(f"CREATE OR REPLACE TEMP TABLE touched_hosts AS {hosts}")
+        `pages` are the pages whose chunk lists changed (None: every page), `hosts` any other
+        host whose pages changed (an erased page's). Only the rows of those hosts' pages are
+        read, by key where the store is large next to them (`_gather`): a run's end costs as
+        much in a store of a million pages as in one of the run's hosts alone."""
+        if pages is None:
+            hosts = [host for (host,) in connection.execute("SELECT DISTINCT host FROM pages").fetchall()]
+        else:
+            hosts = sorted({*hosts, *(host for (host,) in _for_keys(connection, (
+                "SELECT DISTINCT host FROM pages WHERE natural_key IN ({keys})"), pages, "pages"))})
+        connection.execute("CREATE OR REPLACE TEMP TABLE touched_hosts (host VARCHAR)")
+        with _registered(connection, "hosts_given", pa.table({"host": pa.array(hosts, pa.string())})):
+            connection.execute("INSERT INTO touched_hosts SELECT host FROM hosts_given")
+        if pages is None or not hosts:
+            connection.execute(f"CREATE OR REPLACE TEMP TABLE host_pages AS "
+                               f"{HOSTS_PAGES.format(hosts='SELECT host FROM touched_hosts')}")
+        else:  # the hosts as constants: DuckDB filters the column as it scans it
+            connection.execute(f"CREATE OR REPLACE TEMP TABLE host_pages AS "
+                               f"{HOSTS_PAGES.format(hosts=', '.join('?' * len(hosts)))}", hosts)
+        host_keys = None if pages is None else _keys_of(connection, "host_pages")
+        _gather(connection, "host_lists", HOSTS_LISTS, host_keys, "chunk_lists")
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE host_size AS
-            SELECT host, count(*) AS pages FROM pages
-            WHERE host IN (SELECT host FROM touched_hosts) GROUP BY host""")
-        connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_templates AS {TEMPLATE_DIGESTS}",
+            SELECT host, count(*) AS pages FROM host_pages GROUP BY host""")
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_templates AS {_GATHERED_TEMPLATE_DIGESTS}",
                            [BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE])
         # The digests that entered or left a template: only a row that changed one of them
         # can flip, among the rows of the pages that did not change.
@@ -174,19 +227,25 @@ class Templates:
             UNION ALL (SELECT * FROM stored EXCEPT SELECT * FROM fresh_templates)""")
         connection.execute("DELETE FROM host_templates WHERE host IN (SELECT host FROM touched_hosts)")
         connection.execute("INSERT INTO host_templates SELECT * FROM fresh_templates")
-        connection.execute(f"CREATE OR REPLACE TEMP TABLE stale_pages AS {pages}")
         connection.execute("CREATE OR REPLACE TEMP TABLE moved_pages (natural_key VARCHAR)")
         (moves,) = connection.execute("SELECT count(*) FROM template_moves").fetchone()
         if moves:  # one more read of the hosts' chunks, only when a template changed
             connection.execute(f"INSERT INTO moved_pages {_MOVED_PAGES}")
-            connection.execute("INSERT INTO stale_pages SELECT natural_key FROM moved_pages")
+        stale = None if pages is None else sorted({*pages, *_keys_of(connection, "moved_pages")})
+        _gather(connection, "stale_changes", STALE_CHANGES, stale, "changes")
         connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_flags AS {FRESH_FLAGS}")
+        # Only the rows whose flag or edit the refresh changes are written.
         connection.execute("""
+            CREATE OR REPLACE TEMP TABLE new_flags AS
+            SELECT f.* FROM fresh_flags f JOIN stale_changes s USING (natural_key, generation)
+            WHERE s.template_only IS DISTINCT FROM f.template_only
+               OR s.template_edit IS DISTINCT FROM f.template_edit""")
+        flagged = _keys_of(connection, "new_flags")
+        _for_keys(connection, """
             UPDATE changes SET template_only = f.template_only, template_edit = f.template_edit
-            FROM fresh_flags f
+            FROM new_flags f
             WHERE changes.natural_key = f.natural_key AND changes.generation = f.generation
-              AND (changes.template_only IS DISTINCT FROM f.template_only
-                   OR changes.template_edit IS DISTINCT FROM f.template_edit)""")
-        for table in ("touched_hosts", "host_size", "fresh_templates", "template_moves", "stale_pages",
-                      "moved_pages", "fresh_flags"):
+              AND changes.natural_key IN ({keys})""", flagged, "changes")
+        for table in ("touched_hosts", "host_pages", "host_lists", "host_size", "fresh_templates",
+                      "template_moves", "moved_pages", "stale_changes", "fresh_flags", "new_flags"):
             connection.execute(f"DROP TABLE {table}")

@@ -17,13 +17,19 @@ import pyarrow.compute as pc
 
 from cdc.errors import StoreError
 from cdc.store.layout import content_chunk_rows, digest_list
-from cdc.store.lookups import _by_key_pairs, _by_keys, _key_table, _one, _registered
+from cdc.store.lookups import (
+    _by_key_pairs,
+    _by_keys,
+    _for_keys,
+    _gather,
+    _key_table,
+    _keys_of,
+    _looked_up,
+    _one,
+    _registered,
+)
 
 DEFAULT_KEEP = 3
-# Up to this many pages a batch, ingest reads their state through the index; beyond, in one
-# scan. Fetching rows one by one costs about as much as the scan at 500 random pages of a
-# 100,000-page store, and four times as much at 4,000 (a full JSONL batch).
-INDEXED_LOOKUP_KEYS = 1024
 
 
 @dataclass(frozen=True)
@@ -124,27 +130,35 @@ class WriteBatch:
 
 
 def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
-    """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for a few keys.
+    """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for keys
+    few next to the store's generations.
 
-    Each table is looked up alone, by key, so DuckDB answers from its index and reads only
-    the blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB
-    WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) Only
+    The generations are looked up alone, by key, so DuckDB answers from its index and reads
+    only the blocks that hold these pages. (Joined, it scans every generation's text: on a 1
+    GB WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) Only
     the latest generation's rows are asked for: within a run every text is retained, and
-    reading a page's older ones too made a batch's peak memory grow with the run's input.
+    reading a page's older ones too made a batch's peak memory grow with the run's input. The
+    pages and chunk lists are narrow rows: looked up by key or joined whole, whichever costs
+    less for their table (`_for_keys`), a page's older chunk lists dropped here.
     """
-    pages = _by_keys(connection, """
+    pages = _for_keys(connection, """
         SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
         FROM pages WHERE natural_key IN ({keys})
-    """, keys)
-    latest = {row[0]: {row[2]} for row in pages}
+    """, keys, "pages")
+    latest = {row[0]: row[2] for row in pages}
+
+    def of_latest(row: tuple) -> bool:
+        return latest.get(row[0]) == row[1]
+
     generations = {key: rest for key, _, *rest in _by_key_pairs(connection, """
         SELECT natural_key, generation, content_digest, encode(text), length, chunk_count, first_run
         FROM generations WHERE natural_key IN ({keys}) AND generation IN ({generations})
-    """, latest)}
-    chunks = {key: (digests, lengths) for key, _, digests, lengths in _by_key_pairs(connection, """
+    """, {key: {generation} for key, generation in latest.items()})}
+    lists = _for_keys(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
-        WHERE natural_key IN ({keys}) AND generation IN ({generations})
-    """, latest)}
+        WHERE natural_key IN ({keys})
+    """, keys, "chunk_lists")
+    chunks = {key: (digests, lengths) for key, _, digests, lengths in filter(of_latest, lists)}
     return pages, generations, chunks
 
 
@@ -238,7 +252,7 @@ class Writer:
         """The latest generation of each page among `keys` that the store has."""
         if not keys:
             return {}
-        if len(keys) <= INDEXED_LOOKUP_KEYS:
+        if _looked_up(connection, "generations", keys):  # a large store next to the batch
             pages, generations, chunks = _latest_by_index(connection, keys)
         else:
             pages, generations, chunks = _latest_by_scan(connection, keys)
@@ -291,50 +305,53 @@ class Writer:
         for name, table in tables.items():
             connection.register(name, table)
         try:
-            if batch.removed_generations.num_rows:
-                for table in ("generations", "chunk_lists"):
-                    connection.execute(f"""
-                        DELETE FROM {table} USING removed_generations r
-                        WHERE {table}.natural_key = r.natural_key AND {table}.generation = r.generation""")
-            if batch.removed_changes.num_rows:
-                connection.execute("""
-                    DELETE FROM changes USING removed_changes r
-                    WHERE changes.natural_key = r.natural_key AND changes.generation = r.generation""")
-            # Only pages stored before have rows to update: a batch of new pages only, as in a
-            # first crawl, skips the updates (each a scan of pages).
-            seen_before = _one(connection.execute("SELECT count(*) FROM batch_pages "
-                                                  "WHERE natural_key IN (SELECT natural_key FROM pages)"))[0]
-            connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
-            connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
-            # Their template-only flags are set at the run's end (`cdc.store.templates`).
-            connection.execute("INSERT INTO changes BY NAME SELECT * FROM batch_changes")
-            connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
-            connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
-            if seen_before:
-                # The URL and class of the page's latest fetch: a late fetch changes neither.
-                connection.execute("""
-                    UPDATE pages SET
-                           url = CASE WHEN b.last_checked >= pages.last_checked THEN b.url ELSE pages.url END,
-                           retention_class = coalesce(b.retention_class, pages.retention_class),
-                           latest_generation = b.latest_generation, last_fetched = b.last_fetched,
-                           first_seen = least(pages.first_seen, b.first_seen),
-                           last_checked = greatest(pages.last_checked, b.last_checked)
-                    FROM batch_pages b WHERE pages.natural_key = b.natural_key
-                """)
-                connection.execute("""
-                    INSERT INTO pages SELECT b.* FROM batch_pages b
-                    WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.natural_key = b.natural_key)
-                """)
-            else:  # new pages only: nothing to update, nothing to look for (each a scan of pages)
-                connection.execute("INSERT INTO pages SELECT * FROM batch_pages")
-            if batch.checked.num_rows:
-                connection.execute("""
-                    UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
-                    FROM batch_checked c WHERE pages.natural_key = c.natural_key
-                """)
+            self._write_tables(connection, batch)
         finally:
             for name in tables:
                 connection.unregister(name)
+
+    def _write_tables(self, connection: duckdb.DuckDBPyConnection, batch: WriteBatch) -> None:
+        """`write`'s statements, with the batch's tables registered. Each touches only the
+        batch's pages: appends, and updates and deletes by key (`_for_keys`), so a batch costs
+        as much in a store of a million pages as in a small one."""
+        for table in ("generations", "chunk_lists"):
+            _for_keys(connection, f"""
+                DELETE FROM {table} USING removed_generations r
+                WHERE {table}.natural_key = r.natural_key AND {table}.generation = r.generation
+                  AND {table}.natural_key IN ({{keys}})""",
+                      batch.removed_generations.column("natural_key").to_pylist(), table)
+        _for_keys(connection, """
+            DELETE FROM changes USING removed_changes r
+            WHERE changes.natural_key = r.natural_key AND changes.generation = r.generation
+              AND changes.natural_key IN ({keys})""", batch.removed_changes.column("natural_key").to_pylist(),
+                  "changes")
+        connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
+        connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
+        # Their template-only flags are set at the run's end (`cdc.store.templates`).
+        connection.execute("INSERT INTO changes BY NAME SELECT * FROM batch_changes")
+        connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
+        connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
+        # The pages stored before are updated (the URL and class of the page's latest fetch:
+        # a late fetch changes neither), and the others, the ones no row was updated for,
+        # inserted.
+        keys = batch.pages.column("natural_key")
+        updated = _for_keys(connection, """
+            UPDATE pages SET
+                   url = CASE WHEN b.last_checked >= pages.last_checked THEN b.url ELSE pages.url END,
+                   retention_class = coalesce(b.retention_class, pages.retention_class),
+                   latest_generation = b.latest_generation, last_fetched = b.last_fetched,
+                   first_seen = least(pages.first_seen, b.first_seen),
+                   last_checked = greatest(pages.last_checked, b.last_checked)
+            FROM batch_pages b WHERE pages.natural_key = b.natural_key AND pages.natural_key IN ({keys})
+            RETURNING pages.natural_key""", keys.to_pylist(), "pages")
+        fresh = batch.pages.filter(pc.invert(pc.is_in(keys, value_set=pa.array([row[0] for row in updated],
+                                                                                 pa.string()))))
+        with _registered(connection, "fresh_pages", fresh):
+            connection.execute("INSERT INTO pages SELECT * FROM fresh_pages")
+        _for_keys(connection, """
+            UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
+            FROM batch_checked c WHERE pages.natural_key = c.natural_key AND pages.natural_key IN ({keys})""",
+                  batch.checked.column("natural_key").to_pylist(), "pages")
 
     # --- live fetching: conditional-request validators --------------------------------------
 
@@ -383,57 +400,62 @@ class Writer:
         connection.register("batch_checked", pa.table({
             "natural_key": pa.array(keys, pa.string()), "last_checked": pa.array(times, pa.timestamp("us"))}))
         try:
-            connection.execute("""
+            _for_keys(connection, """
                 UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
                 FROM (SELECT natural_key, max(last_checked) AS last_checked
                       FROM batch_checked GROUP BY natural_key) c
-                WHERE pages.natural_key = c.natural_key
-            """)
+                WHERE pages.natural_key = c.natural_key AND pages.natural_key IN ({keys})
+            """, keys, "pages")
             if run is not None:
-                connection.execute("""
+                _for_keys(connection, f"""
                     INSERT INTO page_runs
-                    SELECT c.natural_key, ?, c.last_checked, g.content_digest
-                    FROM batch_checked c ASOF JOIN generations g
+                    SELECT c.natural_key, {int(run)}, c.last_checked, g.content_digest
+                    FROM (SELECT * FROM batch_checked WHERE natural_key IN ({{keys}})) c
+                    ASOF JOIN (SELECT natural_key, fetched_at, content_digest FROM generations
+                               WHERE natural_key IN ({{keys}})) g
                       ON g.natural_key = c.natural_key AND c.last_checked >= g.fetched_at
-                """, [run])
+                """, keys, "generations")
         finally:
             connection.unregister("batch_checked")
 
-    def _trim(self, connection: duckdb.DuckDBPyConnection, keys_query: str) -> int:
+    def _trim(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str] | None) -> int:
         """Drop text and chunk lists of generations past each page's retention limit: all but
-        its newest `keep` by fetch time (generation numbers order as fetch times do). Returns
-        the bytes of text dropped."""
+        its newest `keep` by fetch time (generation numbers order as fetch times do), for the
+        pages `keys` (None: every page). Returns the bytes of text dropped."""
         policy = self.retention(connection)
-        limits = pa.table({
-            "retention_class": pa.array([name for name, _ in policy.classes], pa.string()),
-            "keep": pa.array([keep for _, keep in policy.classes], pa.int32()),
-        })
-        connection.register("class_limits", limits)
-        try:
-            # keys_query is one of this package's own constant queries, never user input.
-            expired = f"""
-                SELECT g.natural_key, g.generation FROM (
-                    SELECT natural_key, generation, text IS NOT NULL AS held,
-                           row_number() OVER (PARTITION BY natural_key ORDER BY generation DESC) AS newest
-                    FROM generations WHERE natural_key IN ({keys_query})
-                ) g JOIN pages p USING (natural_key) LEFT JOIN class_limits l USING (retention_class)
-                WHERE g.held AND g.newest > coalesce(l.keep, ?)
-            """
-            connection.execute(f"CREATE OR REPLACE TEMP TABLE expired AS {expired}", [policy.keep])
-            (dropped,) = _one(connection.execute("""
-                SELECT coalesce(sum(g.length), 0) FROM generations g
-                JOIN expired e ON e.natural_key = g.natural_key AND e.generation = g.generation"""))
-            connection.execute("""
-                DELETE FROM chunk_lists USING expired e
-                WHERE chunk_lists.natural_key = e.natural_key AND chunk_lists.generation = e.generation
-            """)
-            connection.execute("""
-                UPDATE generations SET text = NULL FROM expired e
-                WHERE generations.natural_key = e.natural_key AND generations.generation = e.generation
-            """)
-            connection.execute("DROP TABLE expired")
-        finally:
-            connection.unregister("class_limits")
+        limits = ", ".join(f"({int(keep)}, ?)" for _, keep in policy.classes)
+        # The pages' retained generations, newest first, and their limits: a page's rows come
+        # whole in each group of keys, as the window over a page needs. Only a policy with
+        # classes reads the pages' classes (a lookup of every page more).
+        classes = "" if not policy.classes else """
+            JOIN (SELECT natural_key, retention_class FROM pages WHERE natural_key IN ({keys})) p
+              USING (natural_key) LEFT JOIN class_limits l USING (retention_class)"""
+        limit = f"coalesce(l.keep, {int(policy.keep)})" if policy.classes else str(int(policy.keep))
+        expired = f"""
+            SELECT g.natural_key, g.generation, g.length FROM (
+                SELECT natural_key, generation, length, text IS NOT NULL AS held,
+                       row_number() OVER (PARTITION BY natural_key ORDER BY generation DESC) AS newest
+                FROM generations WHERE natural_key IN ({{keys}})
+            ) g {classes}
+            WHERE g.held AND g.newest > {limit}"""
+        connection.execute(
+            "CREATE OR REPLACE TEMP TABLE class_limits (keep INTEGER, retention_class VARCHAR)")
+        if policy.classes:
+            connection.execute(f"INSERT INTO class_limits VALUES {limits}",
+                               [name for name, _ in policy.classes])
+        _gather(connection, "expired", expired, keys, "generations")
+        (dropped,) = _one(connection.execute("SELECT coalesce(sum(length), 0) FROM expired"))
+        expired_keys = _keys_of(connection, "expired")
+        _for_keys(connection, """
+            DELETE FROM chunk_lists USING expired e
+            WHERE chunk_lists.natural_key = e.natural_key AND chunk_lists.generation = e.generation
+              AND chunk_lists.natural_key IN ({keys})""", expired_keys, "chunk_lists")
+        _for_keys(connection, """
+            UPDATE generations SET text = NULL FROM expired e
+            WHERE generations.natural_key = e.natural_key AND generations.generation = e.generation
+              AND generations.natural_key IN ({keys})""", expired_keys, "generations")
+        connection.execute("DROP TABLE expired")
+        connection.execute("DROP TABLE class_limits")
         return dropped
 
     def prune(self, policy: RetentionPolicy) -> None:
@@ -441,8 +463,8 @@ class Writer:
         templates and template-only flags follow the chunk lists that are left."""
         with self.writing() as connection:
             self.set_meta(connection, "retention", policy.to_json())
-            self._trim(connection, "SELECT natural_key FROM pages")
-            self._refresh_templates(connection, "SELECT natural_key FROM pages")
+            self._trim(connection, None)
+            self._refresh_templates(connection, None)
         self.compact()
 
     def claim_extraction_mode(self, mode: str) -> None:
