@@ -143,6 +143,8 @@ def _pair_moves(old_digests: list[bytes], new_digests: list[bytes], old_loose: l
 def _move_runs(old: _Side, new: _Side, moves: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
     """Runs of moved chunks that follow one another on both sides, as byte ranges
     (old start, old end, new start, new end)."""
+    if not moves:  # the common case: no column read
+        return []
     runs: list[list[int]] = []
     old_offsets, old_ends = old.offsets.tolist(), old.ends.tolist()
     new_offsets, new_ends = new.offsets.tolist(), new.ends.tolist()
