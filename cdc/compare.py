@@ -143,6 +143,8 @@ def _pair_moves(old_digests: list[bytes], new_digests: list[bytes], old_loose: l
 def _move_runs(old: _Side, new: _Side, moves: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
     """Runs of moved chunks that follow one another on both sides, as byte ranges
     (old start, old end, new start, new end)."""
+    if not moves:  # the common case: no column read
+        return []
     runs: list[list[int]] = []
     old_offsets, old_ends = old.offsets.tolist(), old.ends.tolist()
     new_offsets, new_ends = new.offsets.tolist(), new.ends.tolist()
@@ -177,8 +179,7 @@ def _spans(opcodes: list[tuple], old: _Side, new: _Side, moved_old: set[int],
 
 
 def _opcodes(old_digests: list[bytes], new_digests: list[bytes]) -> list[tuple]:
-    return [(op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end)
-            for op in Indel.opcodes(old_digests, new_digests)]
+    return Indel.opcodes(old_digests, new_digests).as_list()  # (tag, i1, i2, j1, j2) tuples, made in C
 
 
 class _Side:
@@ -221,7 +222,9 @@ class _Side:
 
     def at(self, i: int, left_out: set[int]) -> Chunk | None:
         """The chunk at position `i`, or None past either end or at a position left out."""
-        return self.pick((i,))[0] if 0 <= i < len(self.digests) and i not in left_out else None
+        if 0 <= i < len(self.digests) and i not in left_out:
+            return self.chunks[i]
+        return None
 
     def run(self, start: int, stop: int, left_out: set[int]) -> list[Chunk]:
         """The chunks start..stop-1 (in range), but those at the positions `left_out`."""
@@ -279,8 +282,9 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
                            for j in range(j1, j2) if j not in moved_new])
     removed = old_side.pick([i for tag, i1, i2, _, _ in opcodes if tag != "equal"
                              for i in range(i1, i2) if i not in moved_old])
-    alignment += ((old_indexes[i], new_indexes[j]) for i, j in moves)
-    alignment.sort(key=itemgetter(1))
+    if moves:  # the aligned runs alone are in order already
+        alignment += ((old_indexes[i], new_indexes[j]) for i, j in moves)
+        alignment.sort(key=itemgetter(1))
 
     new_total = int(new_side.lengths.sum())
     old_total = int(old_side.lengths.sum())

@@ -33,7 +33,7 @@ from itertools import zip_longest
 from typing import NamedTuple
 
 import numpy as np
-from rapidfuzz.distance import Indel
+from rapidfuzz.distance import Indel, LCSseq
 
 from cdc.chunking import Chunk
 from cdc.moves import MIN_MOVE_TOKENS, find_moves
@@ -348,6 +348,11 @@ def _token_moves(regions: list[_Region]) -> list[tuple[int, int, int, int, int, 
         new_where.append((r, j1, len(new_hashes)))
         old_hashes.extend(regions[r].old.hashes[i1:i2])
         new_hashes.extend(regions[r].new.hashes[j1:j2])
+    if LCSseq.similarity(old_hashes, new_hashes, score_cutoff=MIN_MOVE_TOKENS) < MIN_MOVE_TOKENS:
+        # A move's matched tokens are equal tokens of `find_moves`' first alignment of these
+        # two sequences: with fewer than that in common, in order, there is none (the
+        # common case, one C call instead of the alignment's Python loops).
+        return []
     numbers = np.arange(len(changes))  # each token's group: its change's number, as an array
     old_groups = np.repeat(numbers, [i2 - i1 for _, (i1, i2, _, _) in changes])
     new_groups = np.repeat(numbers, [j2 - j1 for _, (_, _, j1, j2) in changes])

@@ -265,11 +265,11 @@ if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.ao
 def _scan(text: bytes, pieces: list[list[int]] | np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The word scan of the pieces: the hashes, a table whose rows 1 to 3 hold each word's
     start, end and piece number, and how many words they hold."""
-    pieces = np.asarray(pieces, np.int64).reshape(-1, 2)
-    capacity = int(((pieces[:, 1] - pieces[:, 0] + 1) // 2).sum())  # a word and a gap
+    pieces = np.ascontiguousarray(pieces, np.int64).reshape(-1, 2)
+    capacity = sum([(end - start + 1) // 2 for start, end in pieces.tolist()])  # a word and a gap
     found = np.empty((4, capacity), np.uint64)
     table = found.view(np.int64)
-    count = _scan_words(text, np.ascontiguousarray(pieces), found[0], table)
+    count = _scan_words(text, pieces, found[0], table)
     return found[0], table, count
 
 
