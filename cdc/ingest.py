@@ -458,7 +458,7 @@ class Ingester:
         self.workers = max(1, workers)
         self.summary = IngestSummary()
         self._pool: ProcessPoolExecutor | None = None
-        self._ahead: Future | None = None  # the next batch's contents, prepared in a worker
+        self._ahead: list[tuple[list[int], Future]] = []  # the next batch's contents, by worker
 
     def run(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> IngestSummary:
         """Ingest records as one input, as one run."""
@@ -536,9 +536,13 @@ class Ingester:
                 ahead: tuple[list, int] | None = None) -> None:
         """Read, build and write one batch; `ahead`, the next one, starts its extraction in a
         worker once this batch's shares are handed out."""
-        if self._ahead is not None:
-            batch = _with_prepared(batch, self._ahead.result())
-            self._ahead = None
+        if self._ahead:
+            prepared: list[Prepared | None] = [None] * len(batch)
+            for numbers, future in self._ahead:
+                for number, ready in zip(numbers, future.result(), strict=True):
+                    prepared[number] = ready
+            batch = _with_prepared(batch, prepared)
+            self._ahead = []
         groups = by_page(batch)
         with self.store.write_lock():
             with self.store.writing() as connection:
@@ -579,14 +583,22 @@ class Ingester:
         return self._pool
 
     def _prepare_ahead(self, ahead: tuple[list, int] | None) -> None:
-        """Start extracting the next batch's records in a worker (`prepare_records`), queued
-        after this batch's shares: it needs nothing from the store, so it overlaps this
-        process's own share, its write and its reading of the batch after. Only where a
-        batch is worth the trip (`PARALLEL_MIN_BYTES`); records parsed here travel raw."""
+        """Start extracting the next batch's records in the workers (`prepare_records`),
+        queued after this batch's shares: it needs nothing from the store, so it overlaps this
+        process's own share, its write and its reading of the batch after. The records are
+        dealt by size as pages are, and this process keeps the first share, extracted where
+        its page is built. Measured on the docs crawls with 2 processes (CPU seconds, this
+        process to the worker): nothing ahead 6.7 to 3.7, the whole batch ahead 4.4 to 7.2,
+        half of it 6.2 to 4.6: this process's reading and writing weigh about what half the
+        extraction does.
+        Only where a batch is worth the trip (`PARALLEL_MIN_BYTES`)."""
         if ahead is None or self.workers < 2 or ahead[1] < PARALLEL_MIN_BYTES:
             return
-        payloads = [entry[2].payload for entry in ahead[0]]
-        self._ahead = self._workers().submit(prepare_records, payloads)
+        entries = ahead[0]
+        shares = share_out([entry[2].size for entry in entries], self.workers)
+        pool = self._workers()
+        self._ahead = [(numbers, pool.submit(prepare_records, [entries[n][2].payload for n in numbers]))
+                       for numbers in shares[1:] if numbers]
 
     def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None],
                ahead: tuple[list, int] | None = None) -> list[PageOutcome]:
