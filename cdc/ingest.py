@@ -8,7 +8,10 @@ everything in one transaction. Re-ingesting the same input changes nothing, and 
 ends the same for any order and split of the records.
 
 The per-page work is pure, so with `workers` above 1 it runs in forked worker processes,
-pages spread over them by size, while this process reads, plans and writes. A bad record
+pages spread over them by size, while this process reads, plans and writes. The next
+batch's records are extracted (HTML to text, or JSON to normalised text) in a worker while
+this process builds its share of the current batch and writes it: that work needs nothing
+from the store, so it may run ahead; one batch ahead at most, so memory stays flat. A bad record
 (malformed JSON, no or invalid URL, no or unreadable fetch time) is skipped, counted and
 reported with its line; every good record around it is stored. So is a fetch time more than
 a day in the future: a clock or a parser gone wrong, which would otherwise stand as the
@@ -21,7 +24,7 @@ import itertools
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -32,6 +35,7 @@ from cdc.collector import collector_paused
 from cdc.errors import InvalidUrlError
 from cdc.histories import read_histories
 from cdc.lifeline import follow_parent
+from cdc.normalize import content_digest
 from cdc.sources import BadRecord, RawLine, SourceRecord
 from cdc.store import PageHistory, PageState, Store, WriteBatch
 from cdc.urls import canonical_url, host_of
@@ -41,9 +45,11 @@ from cdc.versions import (
     PageOutcome,
     PageWork,
     Pending,
+    Prepared,
     StoredGeneration,
     StoredState,
     build_pages,
+    content_of,
 )
 from cdc.warc import RawPage, Revisit
 
@@ -308,6 +314,24 @@ def _weight(work: PageWork) -> int:
         len(generation.text or b"") for generation in (work.state.generations if work.state else []))
 
 
+def prepare_records(payloads: list[dict | RawLine | RawPage]) -> list[Prepared | None]:
+    """Each record's normalised content and digest (`Prepared`, chunked later where its page
+    is built); None for a record that turns out bad, left for `build_pages` to report."""
+    prepared: list[Prepared | None] = []
+    for payload in payloads:
+        content = content_of(payload)
+        prepared.append(None if isinstance(content, BadRecord)
+                        else Prepared(content, content_digest(content), None))
+    return prepared
+
+
+def _with_prepared(batch: list[tuple], prepared: list[Prepared | None]) -> list[tuple]:
+    """A batch's entries with the contents prepared ahead in their records' place (and no
+    parsed record, which would be normalised again where the page is built)."""
+    return [entry if ready is None else (entry[0], entry[1], replace(entry[2], payload=ready), None)
+            for entry, ready in zip(batch, prepared, strict=True)]
+
+
 def _parsed_here(work: PageWork, parsed: dict[int, dict | None]) -> PageWork:
     """A page's work with the records this process parsed already, for a build here."""
     return replace(work, records=[replace(record, payload=parsed[record.sequence] or record.payload)
@@ -434,6 +458,7 @@ class Ingester:
         self.workers = max(1, workers)
         self.summary = IngestSummary()
         self._pool: ProcessPoolExecutor | None = None
+        self._ahead: list[tuple[list[int], Future]] = []  # the next batch's contents, by worker
 
     def run(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> IngestSummary:
         """Ingest records as one input, as one run."""
@@ -446,11 +471,15 @@ class Ingester:
         if self._own_run:
             self.run_id = self.store.start_run(self.label, self.inputs)
         try:
-            for batch, size in self._batches(numbered):
-                self._ingest(batch, size)
+            batches = self._batches(numbered)
+            current = next(batches, None)
+            while current is not None:
+                following = next(batches, None)  # read ahead: see _prepare_ahead
+                self._ingest(*current, ahead=following)
                 self.summary.batches += 1
                 if self.on_batch:
                     self.on_batch(self.summary)
+                current = following
         except BaseException:
             self._close_pool(abandon=True)
             raise
@@ -503,13 +532,23 @@ class Ingester:
         if batch:
             yield batch, size
 
-    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int) -> None:
+    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int,
+                ahead: tuple[list, int] | None = None) -> None:
+        """Read, build and write one batch; `ahead`, the next one, starts its extraction in a
+        worker once this batch's shares are handed out."""
+        if self._ahead:
+            prepared: list[Prepared | None] = [None] * len(batch)
+            for numbers, future in self._ahead:
+                for number, ready in zip(numbers, future.result(), strict=True):
+                    prepared[number] = ready
+            batch = _with_prepared(batch, prepared)
+            self._ahead = []
         groups = by_page(batch)
         with self.store.write_lock():
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
             parsed = {entry[2].sequence: entry[3] for entry in batch}
-            outcomes = self._build(pages, size, parsed)
+            outcomes = self._build(pages, size, parsed, ahead)
             if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:
                 self._rebuild(pages, outcomes, again, parsed)
             for outcome in outcomes:
@@ -534,26 +573,52 @@ class Ingester:
         for number, outcome in zip(again, build_pages(whole, self.params)):
             outcomes[number] = outcome
 
-    def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None]) -> list[PageOutcome]:
-        """`build_pages` in this process, or spread over worker processes by size. Pages built
-        here use the records parsed already; pages sent to a worker travel as raw lines."""
-
-        def parsed_here(work: PageWork) -> PageWork:
-            return _parsed_here(work, parsed)
-
-        if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
-            return build_pages([parsed_here(work) for work in pages], self.params)
-        slices = [part for part in share_out([_weight(work) for work in pages], self.workers) if part]
+    def _workers(self) -> ProcessPoolExecutor:
         if self._pool is None:
             chunk_content(b"warm")  # load the compiled kernels once, before forking
             # The workers end with this process, however it ends (see cdc.lifeline).
             self._pool = ProcessPoolExecutor(self.workers - 1,
                                              mp_context=multiprocessing.get_context("fork"),
                                              initializer=follow_parent, initargs=(os.getpid(),))
+        return self._pool
+
+    def _prepare_ahead(self, ahead: tuple[list, int] | None) -> None:
+        """Start extracting the next batch's records in the workers (`prepare_records`),
+        queued after this batch's shares: it needs nothing from the store, so it overlaps this
+        process's own share, its write and its reading of the batch after. The records are
+        dealt by size into one share more than there are processes; this process keeps the
+        first, extracted where its page is built. Measured on the docs crawls with 2
+        processes (CPU seconds, this process to the worker): nothing ahead 6.7 to 3.7, the
+        whole batch ahead 4.4 to 7.2, half of it 6.2 to 4.6, two thirds 5.4 to 5.8: this
+        process's reading and writing weigh about a third of the extraction.
+        Only where a batch is worth the trip (`PARALLEL_MIN_BYTES`)."""
+        if ahead is None or self.workers < 2 or ahead[1] < PARALLEL_MIN_BYTES:
+            return
+        entries = ahead[0]
+        shares = share_out([entry[2].size for entry in entries], self.workers + 1)
+        pool = self._workers()
+        self._ahead = [(numbers, pool.submit(prepare_records, [entries[n][2].payload for n in numbers]))
+                       for numbers in shares[1:] if numbers]
+
+    def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None],
+               ahead: tuple[list, int] | None = None) -> list[PageOutcome]:
+        """`build_pages` in this process, or spread over worker processes by size. Pages built
+        here use the records parsed (or prepared) already; pages sent to a worker travel as
+        raw lines or prepared contents."""
+
+        def parsed_here(work: PageWork) -> PageWork:
+            return _parsed_here(work, parsed)
+
+        if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
+            self._prepare_ahead(ahead)
+            return build_pages([parsed_here(work) for work in pages], self.params)
+        slices = [part for part in share_out([_weight(work) for work in pages], self.workers) if part]
+        pool = self._workers()
         # This process takes the first share itself, rather than wait: one process fewer,
         # and that share's pages never travel between processes.
-        futures = [self._pool.submit(build_pages, [pages[n] for n in part], self.params)
+        futures = [pool.submit(build_pages, [pages[n] for n in part], self.params)
                    for part in slices[1:]]
+        self._prepare_ahead(ahead)
         outputs = [build_pages([parsed_here(pages[n]) for n in slices[0]], self.params)]
         outputs += [future.result() for future in futures]
         outcomes: list[PageOutcome | None] = [None] * len(pages)

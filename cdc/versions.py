@@ -92,7 +92,7 @@ class Prepared:
 
     content: bytes
     digest: bytes
-    chunks: list[Chunk]
+    chunks: list[Chunk] | None  # None: extracted ahead by `cdc.ingest`, chunked where built
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ def _plan(work: PageWork, contents: dict[int, bytes], outcome: PageOutcome) -> _
         if state is not None and item.fetched_at <= state.last_seen:
             outcome.older += 1
         by_digest.setdefault(digest, contents[item.sequence])
-        if isinstance(payload, Prepared):
+        if isinstance(payload, Prepared) and payload.chunks is not None:
             prepared.setdefault(digest, payload.chunks)
         arrived.append((fetch, item))
     if not outcome.fetches:

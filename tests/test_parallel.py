@@ -27,9 +27,16 @@ def warc_crawl(tmp_path):
     return path
 
 
+
+# With small batches, every batch after the first arrives with its records extracted ahead in a
+# worker (`cdc.ingest.prepare_records`), its pages' earlier versions in the batches before it.
+@pytest.mark.parametrize("batch_bytes", [None, 2_000], ids=["one batch", "extracted ahead"])
 @pytest.mark.parametrize("crawl", [jsonl_crawl, warc_crawl])
-def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, crawl, capsys):
+def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, crawl, batch_bytes):
     monkeypatch.setattr("cdc.ingest.PARALLEL_MIN_BYTES", 0)  # small as it is, the batch goes to workers
+    if batch_bytes:
+        monkeypatch.setattr("cdc.cli.BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr("cdc.cli.WARC_BATCH_BYTES", batch_bytes)
     source = str(crawl(tmp_path))
     one, three = tmp_path / "one.duckdb", tmp_path / "three.duckdb"
     assert main(["--db", str(one), "ingest", "--processes", "1", "--quiet", source]) == EXIT_OK
