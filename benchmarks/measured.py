@@ -72,3 +72,10 @@ def yardstick(rounds: int = 3) -> float:
     (the best of `rounds`, one and two interleaved)."""
     times = [(_timed(1), _timed(2)) for _ in range(rounds)]
     return 2 * min(one for one, _ in times) / min(two for _, two in times)
+
+
+def load() -> str:
+    """The machine's load averages (runnable processes over 1, 5 and 15 minutes) and its
+    cores, to print beside every figure: other jobs share the cores."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"

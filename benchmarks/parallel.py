@@ -82,7 +82,7 @@ def main() -> None:
     files = inputs(args.interleaved)
     before = measured.yardstick()
     print(f"yardstick before: 2 processes did {before:.2f}x the pure-Python work of 1 "
-          "(2.00: a free second core)")
+          f"(2.00: a free second core); {measured.load()}")
     failed = False
     for name, paths in files.items():
         size = unpacked_mb(paths)
@@ -99,7 +99,8 @@ def main() -> None:
                         failed = True
                         continue
                     times[peer].append(done)
-        print(f"== {name}: {len(paths)} file(s), {size:.1f} MB as read; median of {args.runs} ==")
+        print(f"== {name}: {len(paths)} file(s), {size:.1f} MB as read; median of {args.runs}; "
+              f"{measured.load()} ==")
         print(f"{'peer':<16}{'median s':>10}{'MB/s':>8}{'CPU s':>8}{'peak MB':>9}   runs")
         medians = {}
         for peer, runs in times.items():
@@ -118,7 +119,7 @@ def main() -> None:
             ratio = medians["--processes 1"] / medians["default"]
             print(f"default over --processes 1: {ratio:.2f}x (never slower than one: >= 1.0 within noise)")
     after = measured.yardstick()
-    print(f"yardstick after: {after:.2f}x")
+    print(f"yardstick after: {after:.2f}x; {measured.load()}")
     if failed:
         sys.exit(1)
 
