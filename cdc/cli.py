@@ -566,8 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
                         help="a retention class's own limit (repeatable)")
     ingest.add_argument("--processes", type=_positive, default=default_threads(),
-                        help="processes that parse, normalise and compare on this machine "
-                             "(default: the cores, %(default)s)")
+                        help="processes that parse, normalise and compare on this machine (default: the "
+                             "cores, %(default)s; a batch under 4 MB is built in this one alone)")
     cluster = ingest.add_mutually_exclusive_group()
     cluster.add_argument("--workers", type=_positive, metavar="N",
                          help="run on a local Dask cluster of N worker processes started for the run")

@@ -598,8 +598,8 @@ class Ingester:
         """Queue the next batch's extraction (`prepare_records`) for the workers, after this
         batch's build: it needs nothing from the store, so it overlaps this process's write
         and its reading of the batch after. This process takes back the tasks no worker has
-        started (`cdc.worktasks`): while it waits for this batch's build, and before it
-        builds the next. Only where a batch is worth the trip (`PARALLEL_MIN_BYTES`)."""
+        started (`cdc.worktasks`) before it builds the next. Only where a batch is worth the
+        trip (`PARALLEL_MIN_BYTES`)."""
         if ahead is None or self.workers < 2 or ahead[1] < PARALLEL_MIN_BYTES:
             return
         entries = ahead[0]
@@ -629,7 +629,8 @@ class Ingester:
                       [_weight(work) for work in pages], self.workers, here=built_here)
         following = read_next()
         self._prepare_ahead(following)
+        # The next batch's extraction is left to the workers, not taken back while this
+        # process waits: they do it while this process writes (measured on the corpus, taking
+        # it back left them idle for the write).
         build.take_back_all()
-        while build.running() and self._ahead is not None and self._ahead.tasks.take_back():
-            pass  # the next batch's extraction, rather than wait
         return build.results(len(pages)), following

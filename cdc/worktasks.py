@@ -1,7 +1,7 @@
 """Work handed to worker processes in small tasks, which this process takes back from the
 end of the queue for as long as no worker has started them.
 
-A batch of an ingest is cut into a few tasks per process (`TASKS_PER_PROCESS`), all queued
+A batch of an ingest is cut into tasks, big ones first (`TASK_SHARE`), all queued
 for the workers; this process, once done with its own part of the batch (reading the
 input, the store, writing), takes back the last tasks not yet started and does them itself.
 So the work is shared by what each process turns out to have time for, not by a share
@@ -18,7 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 
-TASKS_PER_PROCESS = 8  # small enough that the last tasks, which no one can take back, are short
+# Tasks are cut heaviest first, each this part of the work left per process ("guided"
+# scheduling), and none under the floor's part of the whole: the first tasks are big (few
+# trips), the last ones small, since the last few a worker holds cannot be taken back and
+# this process waits for them (a pool of one worker holds three: one running, two queued).
+TASK_SHARE = 4  # with 2 processes: the first task an eighth of the work, the next 7/64, ...
+TASK_FLOOR = 32  # with 2 processes: no task under a 64th of the whole (about 24 tasks in all)
 
 
 def share_out(weights: Sequence[int], bins: int) -> list[list[int]]:
@@ -33,13 +38,35 @@ def share_out(weights: Sequence[int], bins: int) -> list[list[int]]:
     return shares
 
 
+def guided_parts(weights: Sequence[int], processes: int) -> list[list[int]]:
+    """Indexes of `weights` cut into tasks, heaviest first; see TASK_SHARE."""
+    order = sorted(range(len(weights)), key=lambda n: -weights[n])
+    total = sum(weights)
+    if total <= 0:
+        return [order] if order else []
+    floor = total / (TASK_FLOOR * processes)
+    parts: list[list[int]] = []
+    part: list[int] = []
+    left, load = total, 0
+    for number in order:
+        part.append(number)
+        load += weights[number]
+        if load >= max(left / (TASK_SHARE * processes), floor):
+            parts.append(part)
+            left -= load
+            part, load = [], 0
+    if part:
+        parts.append(part)
+    return parts
+
+
 class Tasks:
     """Items (by number) dealt by weight into tasks, each queued on `pool` as
     `function(items of the task)`; `here(numbers)` does a task in this process instead."""
 
     def __init__(self, pool: Executor, function: Callable[[list], list], items: Sequence,
                  weights: Sequence[int], processes: int, here: Callable[[list[int]], list]):
-        self.parts = [part for part in share_out(weights, TASKS_PER_PROCESS * processes) if part]
+        self.parts = guided_parts(weights, processes)
         self.futures: list[Future] = [pool.submit(function, [items[n] for n in part]) for part in self.parts]
         self._here = here
         self._done_here: dict[int, list] = {}

@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
-from cdc.worktasks import TASKS_PER_PROCESS, Tasks, share_out
+from cdc.worktasks import Tasks, guided_parts, share_out
 
 
 def _doubled(gate: str, items: list[int]) -> list[tuple[int, int]]:
@@ -24,7 +24,6 @@ def test_tasks_no_worker_started_are_done_here_and_every_result_comes_back_in_or
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         tasks = Tasks(pool, partial(_doubled, gate), items, [1] * len(items), 2,
                       here=lambda part: [(items[n] * 2, os.getpid()) for n in part])
-        assert len(tasks.parts) == 2 * TASKS_PER_PROCESS
         tasks.take_back_all()  # the worker is held at its first task: only the few it holds stay there
         assert tasks.running()
         open(gate, "w").close()
@@ -34,6 +33,18 @@ def test_tasks_no_worker_started_are_done_here_and_every_result_comes_back_in_or
     # A pool of one worker holds at most three tasks (one running, two queued to it).
     assert len(items) - 3 * max(map(len, tasks.parts)) <= here < len(items)
     assert not tasks.take_back()
+
+
+def test_guided_parts_cut_every_item_once_heaviest_first_in_tasks_that_shrink():
+    weights = [(n * 7919) % 101 + 1 for n in range(500)]
+    parts = guided_parts(weights, 2)
+    assert sorted(n for part in parts for n in part) == list(range(500))
+    loads = [sum(weights[n] for n in part) for part in parts]
+    assert loads[0] >= sum(weights) / 8 > max(loads[-3:])  # the last tasks, held by a worker, are small
+    assert 10 <= len(parts) <= 40
+    firsts = [weights[part[0]] for part in parts]
+    assert firsts == sorted(firsts, reverse=True)
+    assert guided_parts([], 2) == [] and guided_parts([0, 0], 2) == [[0, 1]]
 
 
 def test_share_out_deals_heaviest_first_to_the_lightest_bin():
