@@ -476,11 +476,12 @@ class Ingester:
         """Ingest the records of several inputs (files), in order, as one run: each record
         numbered by its input and its place in it (`INPUT_SHIFT`), as a cluster numbers them."""
         numbered = (pair for number, items in enumerate(inputs) for pair in _numbered(number, items))
-        if self._own_run:
-            self.run_id = self.store.start_run(self.label, self.inputs)
         try:
             batches = self._batches(numbered)
             current = next(batches, None)
+            self._prepare_ahead(current)  # the workers extract the first batch while the run starts
+            if self._own_run:
+                self.run_id = self.store.start_run(self.label, self.inputs)
             while current is not None:
                 # The next batch is read once this one's work is queued for the workers.
                 current = self._ingest(*current, read_next=lambda: next(batches, None))
