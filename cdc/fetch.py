@@ -474,7 +474,8 @@ class _Run:
         records = [SourceRecord(FETCH_SOURCE, result.index, record)
                    for result, record in pending if record is not None]
         if records:
-            self._count(Ingester(self.store, run_id=self.run_id).run(records))
+            self._count(Ingester(self.store, run_id=self.run_id,
+                                 extraction_mode=self.options.extract_mode).run(records))
         checked, validators = [], []
         for result, _ in pending:
             key = canonical_url(result.final_url)
