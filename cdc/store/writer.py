@@ -28,6 +28,7 @@ from cdc.store.lookups import (
     _one,
     _registered,
 )
+from cdc.urls import surt_key
 
 DEFAULT_KEEP = 3
 _GIVEN_TEXT = "wet"  # cdc.extract.GIVEN_TEXT: the store does not import the extraction
@@ -349,8 +350,11 @@ class Writer:
             RETURNING pages.natural_key""", keys.to_pylist(), "pages")
         fresh = batch.pages.filter(pc.invert(pc.is_in(keys, value_set=pa.array([row[0] for row in updated],
                                                                                  pa.string()))))
-        with _registered(connection, "fresh_pages", fresh):
-            connection.execute("INSERT INTO pages SELECT * FROM fresh_pages")
+        if fresh.num_rows:  # a SURT per new page, made once (cdc.urls.surt_key)
+            surts = [surt_key(key) for key in fresh.column("natural_key").to_pylist()]
+            fresh = fresh.append_column("surt", pa.array(surts, pa.string()))
+            with _registered(connection, "fresh_pages", fresh):
+                connection.execute("INSERT INTO pages BY NAME SELECT * FROM fresh_pages")
         _for_keys(connection, """
             UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
             FROM batch_checked c WHERE pages.natural_key = c.natural_key AND pages.natural_key IN ({keys})""",
