@@ -7,6 +7,7 @@ Exit codes: 0 all good; 1 failure (a one-line message says what to do); 2 bad us
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -661,6 +662,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `cdc chunk big.txt | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:  # a full disk under a file other than the store (--parquet-out, --warc-out)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"cdc: the disk is full, writing {exc.filename or 'a file'}: free space there, then run "
+              "the same command again", file=sys.stderr)
+        return EXIT_FAILURE
     except Terminated:
         print("cdc: stopped (SIGTERM)", file=sys.stderr)
         return EXIT_TERMINATED
