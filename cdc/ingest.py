@@ -447,7 +447,6 @@ class Ingester:
         self.store = store
         # How the run's archive pages were made text (cdc.inputs.run_mode), claimed in the
         # store with the first batch written: a run that fails before it claims nothing.
-        self.extraction_mode = extraction_mode
         self._mode_to_claim = extraction_mode
         self.revisits = revisits  # filled by the inputs' readers (WARC revisits), marked at the end
         self.label = label  # the run's label (`cdc runs`), by default what it ingests

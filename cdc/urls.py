@@ -208,9 +208,10 @@ def surt_key(canonical: str) -> str:
     default (Internet Archive) canonicalisation, host reversed (`org,python,docs)/3/`).
 
     Not a natural key: SURT canonicalisation folds what `canonical_url` keeps apart (the
-    case of the path, a `www.` prefix), so two pages may share one. About 0.1 ms a URL, so
-    it is made once per page, when the page is first stored. The package (and tldextract,
-    which it imports) loads at the first call, not with cdc.
+    case of the path, a `www.` prefix), so two pages may share one. About 25 us of CPU a
+    URL (`benchmarks/surt_keys.py`), so it is made once per page, when the page is first
+    stored. The package (and tldextract and requests, which it imports: 0.5 s on a loaded
+    2-core machine) loads at the first call, not with cdc.
     """
     from surt import surt
 

@@ -258,7 +258,7 @@ SURT_BATCH = 10_000  # pages given their SURT per statement on upgrade
 
 def _fill_surt_keys(connection: duckdb.DuckDBPyConnection) -> None:
     """Give every page stored without one its SURT (`cdc.urls.surt_key`), as ingest gives a
-    new page: about 0.1 ms a page, 10 s for 100,000."""
+    new page: about 25 us of CPU a page (`benchmarks/surt_keys.py`), 3 s for 100,000."""
     from cdc.urls import surt_key
 
     keys = [row[0] for row in connection.execute(
