@@ -662,25 +662,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `cdc chunk big.txt | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except OSError as exc:  # a full disk under a file other than the store (--parquet-out, --warc-out)
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        print(f"cdc: the disk is full, writing {exc.filename or 'a file'}: free space there, then run "
-              "the same command again", file=sys.stderr)
-        return EXIT_FAILURE
     except Terminated:
         print("cdc: stopped (SIGTERM)", file=sys.stderr)
         return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("cdc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception:
+    except Exception as exc:
         if stopped_by() == signal.SIGTERM:  # the signal's exception became DuckDB's error
             print("cdc: stopped (SIGTERM)", file=sys.stderr)
             return EXIT_TERMINATED
         if stopped_by() == signal.SIGINT:
             print("cdc: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):  # not the store's
+            written = exc.filename or "an output file (--parquet-out, --warc-out)"
+            print(f"cdc: the disk is full, writing {written}: free space there, then run the same "
+                  "command again", file=sys.stderr)
+            return EXIT_FAILURE
         raise
 
 

@@ -85,3 +85,13 @@ def test_a_full_disk_under_a_cluster_ingest_is_one_line_too(small_disk, tmp_path
     assert err.splitlines()[-1].startswith(f"cdc: the disk holding {db} is full (")
     assert "Traceback" not in err and "FatalException" not in err
     assert consistency_problems(db) == dict.fromkeys(consistency_problems(db), 0)
+
+
+def test_a_full_disk_under_the_parquet_lake_is_one_line(small_disk, tmp_path, capsys):
+    assert _mount(small_disk, 1, remount=True).returncode == 0  # 1 MB: the lake fills it at once
+    crawl = crawlgen.write_jsonl(tmp_path / "crawl.jsonl", crawl_of(4))
+    lake = small_disk / "lake"
+    command = ["--db", str(tmp_path / "cdc.duckdb"), "ingest", "--quiet", "--parquet-out", str(lake)]
+    assert main([*command, str(crawl)]) == EXIT_FAILURE
+    assert capsys.readouterr().err == ("cdc: the disk is full, writing an output file (--parquet-out, "
+                                       "--warc-out): free space there, then run the same command again\n")
