@@ -32,6 +32,10 @@ class StoreBusyError(StoreError):
     """Another process holds the store's lock for longer than we wait."""
 
 
+class StoreFullError(StoreError):
+    """The disk holding the store is full: the batch being written was rolled back."""
+
+
 class SpecMismatchError(StoreError):
     """The store's digests were made under another chunker spec, or by a newer schema."""
 

@@ -1,6 +1,8 @@
 """Change summaries as CSV: one function for the command line and the dashboard.
 
 RFC 4180 (comma separated, CRLF line ends, fields quoted when they need it), UTF-8.
+`surt`, beside the page's canonical URL, is its SURT: the key a crawl's CDX index sorts
+captures by, to join an export to the index.
 `template_only` is `true` when every changed chunk is the host's boilerplate (a template
 change), `false` when content changed, empty when not known (a first sighting, or a
 generation whose chunks are no longer retained). Page text is untrusted: a cell that a
@@ -20,7 +22,7 @@ from typing import TextIO
 from cdc.store import ChangeRow
 
 COLUMNS = (
-    "url", "host", "generation", "previous_generation", "fetched_at", "verdict", "template_only",
+    "url", "surt", "host", "generation", "previous_generation", "fetched_at", "verdict", "template_only",
     "similarity", "unchanged_ratio", "retained_ratio", "bytes_added", "bytes_removed", "regions", "excerpt",
 )
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -50,7 +52,7 @@ def write_changes_csv(rows: Iterable[ChangeRow], out: TextIO) -> int:
     count = 0
     for row in rows:
         writer.writerow([_cell(value) for value in (
-            row.natural_key, row.host, row.generation, row.previous_generation, row.fetched_at,
+            row.natural_key, row.surt, row.host, row.generation, row.previous_generation, row.fetched_at,
             row.verdict, row.template_only, row.similarity, row.unchanged_ratio, row.retained_ratio,
             row.bytes_added, row.bytes_removed, row.regions, row.excerpt,
         )])

@@ -43,10 +43,11 @@ class PageInfo:
     first_seen: datetime
     last_fetched: datetime
     last_checked: datetime
+    surt: str | None = None  # the key of a crawl's CDX index (cdc.urls.surt_key)
 
 
 _PAGE_COLUMNS = ("natural_key, url, host, retention_class, latest_generation, first_seen, "
-                 "last_fetched, last_checked")
+                 "last_fetched, last_checked, surt")
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,12 @@ class ChangeRow:
     # run's end (`cdc.store.templates`); None for a first sighting, or where either
     # generation's chunk list is no longer retained.
     template_only: bool | None = None
+    surt: str | None = None  # the page's SURT, the key of a crawl's CDX index (cdc.urls.surt_key)
 
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
-                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only")
+                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only, p.surt")
 
 
 PICK_LIMIT = 200  # keys a URL picker lists at most: type to narrow a host of 100,000 pages
