@@ -4,10 +4,13 @@ A host's template (`host_templates`) is the seed's boilerplate rule, a digest on
 `BOILERPLATE_MIN_PAGES` pages and on more than `BOILERPLATE_SHARE` of the host's pages,
 counted over every retained generation of its pages rather than the latest alone, so that
 the navigation a site-wide change replaced still counts as template on the old side. A change
-row is template-only (`changes.template_only`) when every chunk digest whose count differs
-between its two generations (added, removed, or one copy of a repeated chunk more or fewer)
-is in its host's template; NULL (unknown) for a first sighting, or where either generation's
-chunk list is no longer retained. A template-only row also names its edit
+row is template-only (`changes.template_only`) when every changed block is its host's
+template: some chunk digest's count differs between its two generations (added, removed, or
+one copy of a repeated chunk more or fewer), and the page's own chunks (those not in the
+template), in their order, are the same on both sides. The order counts because a moved
+paragraph changes no count: a page whose own paragraph moved is the page's own change, even
+when the same run brought it the host's new banner. NULL (unknown) for a first sighting, or
+where either generation's chunk list is no longer retained. A template-only row also names its edit
 (`changes.template_edit`, the digest of those count differences): the pages of a host that
 carry one edit of its template share it, which is what a site diff groups them by.
 
@@ -105,8 +108,9 @@ _WANTED_LISTS = "SELECT * FROM host_lists SEMI JOIN wanted USING (natural_key, g
 # re-chunks its generations, without one) or its page holds a digest that moved in or out of
 # the template (`moved_pages`); another row keeps its flag and edit, unless the trim took one
 # of its generations' chunk lists (then unknown). Counted, a row is template-only when its two
-# generations' digests differ as multisets while their non-template digests do not: every
-# changed digest is template. Unknown when either generation has no chunks (not retained, or
+# generations' digests differ as multisets while their non-template digests, in chunk order,
+# do not: every changed digest is template, and none of the page's own blocks moved (a move
+# changes no count, only the order). Unknown when either generation has no chunks (not retained, or
 # an empty text), and for a first sighting. Its edit (`template_edit`) names that multiset
 # difference, each changed digest with how many copies it gained or lost, so the pages that
 # carry one edit of the template share it (the excerpts do not: the exact edits around a
@@ -122,11 +126,12 @@ FRESH_FLAGS = f"""
         SELECT natural_key, generation FROM stale_rows WHERE recount
         UNION SELECT natural_key, previous_generation FROM stale_rows WHERE recount
     ),
-    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS)}),
-    -- Each wanted generation's digests, sorted, and its non-template ones.
+    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS, in_order=True)}),
+    -- Each wanted generation's digests, sorted (a multiset), and its non-template ones in
+    -- chunk order (a sequence: a moved own block makes two sides differ).
     sides AS (
         SELECT c.natural_key, c.generation, list_sort(list(c.digest)) AS chunks,
-               list_sort(coalesce(list(c.digest) FILTER (WHERE t.digest IS NULL), [])) AS rest
+               coalesce(list(c.digest ORDER BY c.chunk_index) FILTER (WHERE t.digest IS NULL), []) AS rest
         FROM wanted_digests c
         LEFT JOIN host_templates t ON t.host = c.host AND t.digest = c.digest
         GROUP BY c.natural_key, c.generation
