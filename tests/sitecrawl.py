@@ -275,10 +275,11 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 class SiteServer:
-    """A directory served by `http.server` on a free loopback port, in a background thread."""
+    """A directory served by `http.server` on a free loopback port (or on `port`: a later crawl
+    of a site at the URLs of an earlier one), in a background thread."""
 
-    def __init__(self, root: Path) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=root))
+    def __init__(self, root: Path, port: int = 0) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), functools.partial(_QuietHandler, directory=root))
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -35,14 +35,15 @@ with right:
     st.plotly_chart(heatmap, key="heatmap")
 
 st.subheader("Biggest changes")
-st.caption("Each page's latest change, largest share changed first. Open one to see what changed.")
+st.caption("Each page's latest change, largest share changed first, the template-only changes (only "
+           "the host's template changed) after the pages' own. Open one to see what changed.")
 rows = store.biggest_changes(limit=25)
 st.dataframe(
     [{
         "page": row.natural_key,
         "open": ui.compare_link(row.natural_key, row.previous_generation, row.generation),
         "host": row.host,
-        "verdict": row.verdict,
+        "verdict": row.label.replace("_", " "),
         "changed": 1 - min(row.unchanged_ratio or 0.0, row.retained_ratio or 0.0),
         "+bytes": row.bytes_added,
         "-bytes": row.bytes_removed,
