@@ -279,7 +279,8 @@ class SiteServer:
     of a site at the URLs of an earlier one), in a background thread."""
 
     def __init__(self, root: Path, port: int = 0) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), functools.partial(_QuietHandler, directory=root))
+        handler = functools.partial(_QuietHandler, directory=root)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -154,6 +154,10 @@ def test_a_change_of_the_same_words_counts_as_unchanged(docs, capsys):
     assert {name.strip(): count for name, count in figures.items()} == {
         "pages seen by both": str(PAGES + 1), "unchanged": str(PAGES + 1), "changed": "0",
         "template only": "0", "new pages": "0"}
+    # So does the run that saw them: `cdc runs` counts them unchanged.
+    joined_run = store.run("docs-joined")
+    assert (joined_run.changed, joined_run.unchanged) == (0, PAGES + 1)
+    assert store.run("docs-after").changed == PAGES
     # Across both runs, the joined pages count as what the first run changed.
     both = store.site_diff("docs-before", "docs-joined", limit=1_000)
     assert both.changed == store.site_diff("docs-before", "docs-after").changed
