@@ -26,6 +26,7 @@ from cdc.store.reads import TEMPLATE_ONLY
 from cdc.urls import canonical_url
 from tests import sitecrawl
 from tests.sitecrawl import MOVE, NONE
+from tests.test_site_view import app_on, pages_table, rerun
 
 pytestmark = pytest.mark.slow
 
@@ -161,3 +162,21 @@ def test_a_change_of_the_same_words_counts_as_unchanged(docs, capsys):
     # Across both runs, the joined pages count as what the first run changed.
     both = store.site_diff("docs-before", "docs-joined", limit=1_000)
     assert both.changed == store.site_diff("docs-before", "docs-after").changed
+
+
+def test_the_site_and_overview_views_label_template_only_changes_and_list_them_last(docs, monkeypatch):
+    store = docs.store
+    diff = store.site_diff("docs-before", "docs-after", limit=50)
+    app = app_on(store.path, monkeypatch, a="1", b="2")
+    table = pages_table(app)
+    assert list(table["page"]) == [page.natural_key for page in diff.pages]
+    flags = list(table["template only"])
+    assert flags == sorted(flags) and True in flags and not flags[0]
+    assert {verdict for flag, verdict in zip(flags, table["verdict"]) if flag} == {"Template only"}
+    assert "Template only" not in {verdict for flag, verdict in zip(flags, table["verdict"]) if not flag}
+    app.switch_page("views/overview.py")
+    rerun(app)
+    [biggest] = [frame.value for frame in app.dataframe if "what changed" in frame.value.columns]
+    shown = list(biggest["verdict"])
+    template = [verdict == "template only" for verdict in shown]
+    assert template == sorted(template) and True in template and not template[0]
