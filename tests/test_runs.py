@@ -136,7 +136,7 @@ def test_site_diff_counts_pages_new_gone_changed_by_verdict_and_unchanged(two_cr
     for part in (diff.pages[:len(own)], diff.pages[len(own):]):
         shares = [p.share_changed for p in part]
         assert shares == sorted(shares, reverse=True)
-    assert [p.label for p in diff.pages] == [p.verdict for p in own] + ["template_only"] * 3
+    assert [p.shown_verdict for p in diff.pages] == [p.verdict for p in own] + ["template_only"] * 3
     assert {by_key[SHOP.format(n)].template_only for n in (5, 6, 7)} == {True}
     assert by_key[SHOP.format(2)].template_only is False and by_key[SHOP.format(2)].verdict == "minor"
     assert "EDITED" in by_key[SHOP.format(2)].excerpt
@@ -216,7 +216,7 @@ def test_site_diff_json(two_crawls, capsys):
     assert result["verdicts"] == {"minor": 1} and result["template_only"] == 0
     (changed,) = result["pages"]
     assert (changed["natural_key"], changed["verdict"], changed["template_only"]) == (NEWS, "minor", False)
-    assert changed["label"] == "minor"
+    assert changed["shown_verdict"] == "minor"
     assert "CORRECTED" in changed["excerpt"] and 0 < changed["share_changed"] < 0.2
     assert result["run_a"]["started_at"].endswith("Z") and result["run_a"]["status"] == "finished"
 

@@ -109,7 +109,7 @@ def test_a_page_with_the_banner_and_a_moved_paragraph_is_not_template_only(docs)
         assert comparison.report.moved and new - old and set(new - old) <= template and not old - new, key
         # The order tells: the page's own paragraph moved, a change of its own.
         assert store.history(key)[1].template_only is False, key
-        assert diff[key].template_only is False and diff[key].label == diff[key].verdict != TEMPLATE_ONLY
+        assert diff[key].template_only is False and diff[key].shown_verdict == diff[key].verdict != TEMPLATE_ONLY
 
 
 def test_banner_only_pages_are_template_only_labelled_so_and_listed_after_the_pages_own_changes(docs, capsys):
@@ -122,7 +122,7 @@ def test_banner_only_pages_are_template_only_labelled_so_and_listed_after_the_pa
     # Short pages whose only change is the banner measure as rewrites (the banner is half of
     # them): what the lists show is that their change is the template's.
     assert any(page.verdict == "rewrite" for page in flagged)
-    assert {page.label for page in flagged} == {TEMPLATE_ONLY}
+    assert {page.shown_verdict for page in flagged} == {TEMPLATE_ONLY}
     own = [page for page in diff.pages if not page.template_only]
     assert diff.pages == own + flagged, "every change of a page's own before the template-only ones"
     edited = {canonical_url(page.url) for page in docs.crawls.manifest.edits()}
@@ -132,13 +132,13 @@ def test_banner_only_pages_are_template_only_labelled_so_and_listed_after_the_pa
     assert main(command) == EXIT_OK
     listed = [line.split() for line in capsys.readouterr().out.splitlines() if "://" in line]
     assert len(listed) == diff.changed
-    assert [row[0] for row in listed] == [page.label for page in diff.pages]
+    assert [row[0] for row in listed] == [page.shown_verdict for page in diff.pages]
     assert not [row for row in listed if row[0] == "rewrite" and row[1] == "yes"]
     # The Overview's biggest changes (each page's latest, from the last crawl): the same order.
     biggest = store.biggest_changes(limit=1_000)
     template_last = [row.template_only is True for row in biggest]
     assert template_last == sorted(template_last) and not template_last[0]
-    assert {row.label for row in biggest if row.template_only} <= {TEMPLATE_ONLY}
+    assert {row.shown_verdict for row in biggest if row.template_only} <= {TEMPLATE_ONLY}
 
 
 def test_a_change_of_the_same_words_counts_as_unchanged(docs, capsys):

@@ -43,7 +43,7 @@ st.dataframe(
         "page": row.natural_key,
         "open": ui.compare_link(row.natural_key, row.previous_generation, row.generation),
         "host": row.host,
-        "verdict": row.label.replace("_", " "),
+        "verdict": row.shown_verdict.replace("_", " "),
         "changed": 1 - min(row.unchanged_ratio or 0.0, row.retained_ratio or 0.0),
         "+bytes": row.bytes_added,
         "-bytes": row.bytes_removed,

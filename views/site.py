@@ -192,7 +192,7 @@ st.dataframe([{
     "page": changed.natural_key,
     "open": ui.compare_link(changed.natural_key, changed.generation_a, changed.generation_b),
     "host": changed.host,
-    "verdict": VERDICT_LABELS.get(changed.label, changed.label),
+    "verdict": VERDICT_LABELS.get(changed.shown_verdict, changed.shown_verdict),
     "template only": changed.template_only,
     "changed": changed.share_changed,
     "what changed": changed.excerpt,

@@ -99,9 +99,9 @@ class ChangeRow:
     template_only: bool | None = None
 
     @property
-    def label(self) -> str:
-        """The verdict, or `TEMPLATE_ONLY` for a template-only change (`change_label`)."""
-        return change_label(self.verdict, self.template_only)
+    def shown_verdict(self) -> str:
+        """The verdict, or `TEMPLATE_ONLY` for a template-only change (`shown_verdict_of`)."""
+        return shown_verdict_of(self.verdict, self.template_only)
 
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
@@ -119,7 +119,7 @@ TEMPLATE_ONLY = "template_only"
 TEMPLATE_LAST = "c.template_only IS TRUE"
 
 
-def change_label(verdict: str | None, template_only: bool | None) -> str | None:
+def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | None:
     """What a list shows of a change: `TEMPLATE_ONLY` for a template-only one, else its verdict."""
     return TEMPLATE_ONLY if template_only else verdict
 
@@ -137,9 +137,9 @@ class PageMatch:
     template_only: bool | None = None  # the change's stored flag; None listing every page, or unknown
 
     @property
-    def label(self) -> str | None:
-        """The verdict, or `TEMPLATE_ONLY` for a template-only change (`change_label`)."""
-        return change_label(self.verdict, self.template_only)
+    def shown_verdict(self) -> str | None:
+        """The verdict, or `TEMPLATE_ONLY` for a template-only change (`shown_verdict_of`)."""
+        return shown_verdict_of(self.verdict, self.template_only)
 
 
 @dataclass(frozen=True)

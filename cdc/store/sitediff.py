@@ -24,7 +24,7 @@ import xxhash
 from cdc.compare import UNCHANGED
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.lookups import _one
-from cdc.store.reads import change_label
+from cdc.store.reads import shown_verdict_of
 from cdc.store.runs import RUN_COUNTS
 
 FINISHED, NOT_FINISHED = "finished", "did not finish"
@@ -161,9 +161,9 @@ class ChangedPage:
     measure: str | None  # edits, chunks, or digests
 
     @property
-    def label(self) -> str:
+    def shown_verdict(self) -> str:
         """The verdict, or `template_only` for a template-only change: what a list shows."""
-        return change_label(self.verdict, self.template_only)
+        return shown_verdict_of(self.verdict, self.template_only)
 
     @property
     def share_changed(self) -> float | None:
