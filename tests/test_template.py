@@ -106,10 +106,15 @@ def recounted_flags(path: Path) -> tuple[dict[tuple[str, int], bool | None], set
     with duckdb.connect(str(path), read_only=True) as connection:
         hosts = dict(connection.execute("SELECT natural_key, host FROM pages").fetchall())
         chunks: dict[tuple[str, int], list[bytes]] = defaultdict(list)
-        for key, generation, digest in connection.execute(
-                "SELECT natural_key, generation, digest FROM content_chunks "
+        pieces: dict[tuple[str, int], list[tuple[bytes, bytes]]] = defaultdict(list)  # digest, its text
+        texts = {(key, generation): text.encode() for key, generation, text in connection.execute(
+            "SELECT natural_key, generation, text FROM generations WHERE text IS NOT NULL").fetchall()}
+        for key, generation, digest, length in connection.execute(
+                "SELECT natural_key, generation, digest, length FROM content_chunks "
                 "ORDER BY natural_key, generation, chunk_index").fetchall():
             chunks[key, generation].append(digest)
+            at = sum(len(text) for _, text in pieces[key, generation])
+            pieces[key, generation].append((digest, texts.get((key, generation), b"")[at:at + length]))
         rows = connection.execute(
             "SELECT natural_key, generation, previous_generation FROM changes").fetchall()
     holders: dict[tuple[str, bytes], set[str]] = defaultdict(set)
@@ -127,6 +132,12 @@ def recounted_flags(path: Path) -> tuple[dict[tuple[str, int], bool | None], set
         own_blocks = [[d for d in side if (hosts[key], d) not in template] for side in (new_list, old_list)]
         template_only = (bool(changed) and all((hosts[key], digest) in template for digest in changed)
                          and own_blocks[0] == own_blocks[1])  # none of the page's own blocks moved
+        own_delta = sorted(new[d] - old[d] for d in changed if (hosts[key], d) not in template)
+        if not template_only and own_delta == [-1, 1] and len(changed) > 2:
+            # One block of its own lost and one gained beside a template change: the same words?
+            words = [b"".join(text for digest, text in pieces[key, g] if (hosts[key], digest) not in template)
+                     .split() for g in (generation, previous)]
+            template_only = words[0] == words[1]
         flags[key, generation] = None if not new or not old else template_only
     return flags, template
 
