@@ -139,6 +139,12 @@ def test_banner_only_pages_are_template_only_labelled_so_and_listed_after_the_pa
     assert len(listed) == diff.changed
     assert [row[0] for row in listed] == [page.shown_verdict for page in diff.pages]
     assert not [row for row in listed if row[0] == "rewrite" and row[1] == "yes"]
+    # The Overview's chart of verdicts counts them apart, not as rewrites.
+    counts = store.verdict_counts()
+    changes = [row for row in store.changes() if row.previous_generation]
+    assert counts[TEMPLATE_ONLY] == sum(row.template_only is True for row in changes)
+    own_rewrites = sum(row.verdict == "rewrite" and not row.template_only for row in changes)
+    assert counts.get("rewrite", 0) == own_rewrites < sum(row.verdict == "rewrite" for row in changes)
     # The Overview's biggest changes (each page's latest, from the last crawl): the same order.
     biggest = store.biggest_changes(limit=1_000)
     template_last = [row.template_only is True for row in biggest]

@@ -23,7 +23,8 @@ with left:
     counts = store.verdict_counts()
     st.plotly_chart(verdict_figure(counts), key="verdicts")
     st.caption(f"First sightings, counted apart (a page seen for the first time is not a change): "
-               f"**{first_sightings(counts):,}**.")
+               f"**{first_sightings(counts):,}**. A change of the host's template alone counts as "
+               "*template_only*, whatever its verdict.")
 with right:
     # The bin fits the time the crawls cover: hours for a day, days for a month, weeks for a year.
     span = store.time_span()

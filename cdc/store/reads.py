@@ -317,9 +317,12 @@ class Reads:
     # --- overview and trends ------------------------------------------------------------------
 
     def verdict_counts(self) -> dict[str, int]:
+        """How many change rows have each verdict, the template-only ones counted apart under
+        `TEMPLATE_ONLY` (what the lists show of them) rather than under their verdict."""
         with self.reading() as connection:
-            return dict(connection.execute(
-                "SELECT verdict, count(*) FROM changes GROUP BY verdict ORDER BY verdict").fetchall())
+            return dict(connection.execute("""
+                SELECT CASE WHEN template_only THEN ? ELSE verdict END AS shown, count(*)
+                FROM changes GROUP BY shown ORDER BY shown""", [TEMPLATE_ONLY]).fetchall())
 
     def biggest_changes(self, limit: int = 20) -> list[ChangeRow]:
         """The largest changes (by share changed, then bytes) among each page's latest ones,

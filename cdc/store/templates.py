@@ -208,7 +208,7 @@ _CHECKED_LISTS = """SELECT natural_key, generation, digests, lengths FROM chunk_
 _CHECKED_TEMPLATES = "SELECT host, digest FROM host_templates WHERE list_contains(?, host)"
 
 
-def own_words(text: str, digests: bytes, lengths: Sequence[int], template: set[bytes]) -> list[bytes]:
+def _own_words(text: str, digests: bytes, lengths: Sequence[int], template: set[bytes]) -> list[bytes]:
     """The words of a generation's text outside its host's template chunks, in order."""
     data = text.encode("utf-8")
     own, at = [], 0
@@ -238,8 +238,8 @@ def _settle_line_ends(connection: duckdb.DuckDBPyConnection) -> None:
         templates.setdefault(host, set()).add(digest)
     same = [(key, generation) for key, generation, previous, host in rows
             if (key, generation) in texts and (key, previous) in texts
-            and own_words(*texts[key, generation], templates.get(host, set()))
-            == own_words(*texts[key, previous], templates.get(host, set()))]
+            and _own_words(*texts[key, generation], templates.get(host, set()))
+            == _own_words(*texts[key, previous], templates.get(host, set()))]
     if same:
         keys, generations = zip(*same)
         table = pa.table({"natural_key": pa.array(keys, pa.string()),
