@@ -14,13 +14,14 @@ import streamlit as st
 
 import ui
 from cdc.errors import CdcError
+from cdc.store.reads import TEMPLATE_ONLY
 from cdc.store.sitediff import latest_crawls
 
 PAGE_SIZE = 50
 SHOWN_TEMPLATE_CHANGES = 200
 BY_RUNS, BY_DATES = "runs", "dates"
 VERDICT_LABELS = {"minor": "Minor", "rewrite": "Rewrite", "different_page": "Different page",
-                  "changed": "Changed, not measured"}
+                  "changed": "Changed, not measured", TEMPLATE_ONLY: "Template only"}
 
 store = ui.current_store()
 st.title("What changed on the site")
@@ -136,7 +137,7 @@ for column, (label, count) in zip(first, [("New pages", diff.new), ("Not seen ag
                                           ("Changed", diff.changed), ("Unchanged", diff.unchanged)]):
     column.metric(label, f"{count:,}")
 counts = [(VERDICT_LABELS.get(verdict, verdict), count) for verdict, count in diff.verdicts.items()]
-for column, (label, count) in zip(second, [*counts, ("Template only", diff.template_only)]):
+for column, (label, count) in zip(second, [*counts, (VERDICT_LABELS[TEMPLATE_ONLY], diff.template_only)]):
     column.metric(label, "-" if count is None else f"{count:,}")
 
 shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
@@ -162,6 +163,9 @@ if single:
                "below, marked *template only*.")
 
 st.subheader("Changed pages, largest change first")
+st.caption("A page's own changes first, largest first; then the template-only ones (only the host's "
+           "template changed: none of the page's own text), however large a share of a short page "
+           "the template is.")
 options = ["", *groups]
 ui.query_to_state("site-group", "group", options.__contains__, default="")
 
@@ -188,7 +192,7 @@ st.dataframe([{
     "page": changed.natural_key,
     "open": ui.compare_link(changed.natural_key, changed.generation_a, changed.generation_b),
     "host": changed.host,
-    "verdict": changed.verdict,
+    "verdict": VERDICT_LABELS.get(changed.shown_verdict, changed.shown_verdict),
     "template only": changed.template_only,
     "changed": changed.share_changed,
     "what changed": changed.excerpt,

@@ -3,10 +3,12 @@ what changed on a site between two runs (`site_diff`), with the dataclasses they
 
 What two runs saw is two sets of `page_runs` rows: a page's latest fetch in each run and its
 content digest. A page in B and not in A is new; in A and not in B, not seen again; in both
-with the same digest, unchanged; with another digest, changed. A changed page's generations
-are those current at each run's fetch (the last to start by then), and
-its verdict, measures, excerpt and stored template-only flag are the change row of the
-generation at B (`cdc.store.templates`). All of it is one set-based pass: the
+with the same digest, unchanged; with another digest, changed, unless the change row of its
+generation at B says `unchanged` (the words are all the same: the digests differ by how an
+older cdc normalised the text, as after `cdc migrate`), which counts as unchanged in every
+count and list. A changed page's generations are those current at each run's fetch (the last
+to start by then), and its verdict, measures, excerpt and stored template-only flag are the
+change row of the generation at B (`cdc.store.templates`). All of it is one set-based pass: the
 changed pages are gathered once into a temporary table, which the counts, the page of
 changed pages and the template groups read.
 """
@@ -19,8 +21,10 @@ from datetime import date, datetime, timedelta
 import duckdb
 import xxhash
 
+from cdc.compare import UNCHANGED
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.lookups import _one
+from cdc.store.reads import shown_verdict_of
 from cdc.store.runs import RUN_COUNTS
 
 FINISHED, NOT_FINISHED = "finished", "did not finish"
@@ -71,9 +75,28 @@ _CHANGED_ROWS = """
           GROUP BY x.natural_key) s
     JOIN changes c ON c.natural_key = s.natural_key AND c.generation = s.generation_b"""
 
-# Largest change first: the share changed (1 - the smaller kept share), then the bytes; an
-# unmeasured change (its previous text was gone) last.
-_LARGEST_FIRST = ("ORDER BY 1 - least(unchanged_ratio, retained_ratio) DESC NULLS LAST, "
+# The changed pages whose change says their words are all the same (verdict `unchanged`, the
+# two sides' digests differing by how the text was cut into lines: an older normalisation's
+# text against a newer's): unchanged, as are those whose every change since A says so. One
+# that changed more than once between the two runs, with a change of words before its
+# latest, is changed: its latest row is not the whole of what changed since A.
+_SAME_WORDS = """
+    CREATE TEMP TABLE same_words AS
+    SELECT natural_key FROM site_changes s
+    WHERE s.verdict = ? AND NOT EXISTS (
+        SELECT 1 FROM changes c
+        WHERE c.natural_key = s.natural_key AND c.generation > s.generation_a
+          AND c.generation < s.generation AND c.verdict <> ?)"""
+
+# Largest change of the page's own first: the share changed (1 - the smaller kept share),
+# then the bytes; an unmeasured change (its previous text was gone) last of those; then the
+# template-only changes, which change none of the page's own text (as `TEMPLATE_LAST`), however
+# large a share of a short page the template is. Sorting them last rather than measuring
+# every change again without the template keeps the stored measures the one measure (and
+# the order one pass over the change rows): a page with a change of its own and the banner
+# is still measured with the banner in, as the Compare view shows it.
+_LARGEST_FIRST = ("ORDER BY template_only IS TRUE, "
+                  "1 - least(unchanged_ratio, retained_ratio) DESC NULLS LAST, "
                   "coalesce(bytes_added, 0) + coalesce(bytes_removed, 0) DESC, natural_key")
 
 
@@ -138,6 +161,11 @@ class ChangedPage:
     measure: str | None  # edits, chunks, or digests
 
     @property
+    def shown_verdict(self) -> str:
+        """The verdict, or `template_only` for a template-only change: what a list shows."""
+        return shown_verdict_of(self.verdict, self.template_only)
+
+    @property
     def share_changed(self) -> float | None:
         """1 - the smaller kept share: what "largest change first" orders by."""
         if self.unchanged_ratio is None or self.retained_ratio is None:
@@ -174,10 +202,12 @@ class TemplateChange:
 class SiteDiff:
     """What changed on a site (or on one host) between run A and run B.
 
-    `changed` counts every page whose content differs; `verdicts` splits those that are not
-    template-only by verdict, and `template_only` counts the template changes apart, so
+    `changed` counts every page whose content differs, but for those whose change row says
+    `unchanged` (the same words; `unchanged` counts them); `verdicts` splits those that are
+    not template-only by verdict, and `template_only` counts the template changes apart, so
     `changed == sum(verdicts.values()) + template_only`. `pages` is one page of the changed
-    pages, largest change first, from `offset`; `changed` is their total, for paging.
+    pages, the largest change of a page's own first and the template-only ones after, from
+    `offset`; `changed` is their total, for paging.
     """
 
     run_a: RunInfo
@@ -283,6 +313,14 @@ class SiteDiffs:
                        count(*) FILTER (WHERE digest_a = digest_b)
                 FROM site_pages""").fetchall()
             connection.execute(f"CREATE TEMP TABLE site_changes AS {_CHANGED_ROWS}")
+            # The pages whose words are all the same are unchanged, in every count and list.
+            (same_words,), = connection.execute(
+                "SELECT count(*) FROM site_changes WHERE verdict = ?", [UNCHANGED]).fetchall()
+            if same_words:
+                connection.execute(_SAME_WORDS, [UNCHANGED, UNCHANGED])
+                (same_words,), = connection.execute("SELECT count(*) FROM same_words").fetchall()
+                connection.execute("DELETE FROM site_changes WHERE natural_key IN (SELECT * FROM same_words)")
+                unchanged += same_words
             verdicts = dict(sorted(connection.execute("""
                 SELECT verdict, count(*) FROM site_changes WHERE template_only IS NOT TRUE
                 GROUP BY verdict""").fetchall(), key=_verdict_order))
