@@ -31,6 +31,9 @@ Tables (all times UTC):
 - `runs`: one row per ingest or fetch run: label, start and end, inputs, counts.
 - `page_runs`: one row per page and run that saw it: the latest fetch of the page in that run
   and its content digest. What changed on a site between two runs is a join of two runs' rows.
+- `annotations`: one row per change an analyst judged (significant, noise, unsure), keyed by
+  page and generation, with a note, who and when (`cdc.store.annotations`); kept for good,
+  erased with the page.
 
 A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
 numbers order as fetch times do and never come to name another version.
@@ -46,14 +49,16 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreError
+from cdc.store.annotations import ANNOTATIONS_TABLE
 from cdc.store.layout import _chunks_of
 from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
 # 3: generations numbered by capture time, the fetches and runs recorded; 4: the hosts'
-#    templates and the change rows' template-only flags stored.
-SCHEMA_VERSION = 4
+#    templates and the change rows' template-only flags stored; 5: the analyst's tables of
+#    round 3 (annotations, ...), each added by its own entry of `VERSION_5_TABLES`.
+SCHEMA_VERSION = 5
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
@@ -163,6 +168,7 @@ SCHEMA = [
         fetched_at TIMESTAMP NOT NULL,
         content_digest BLOB NOT NULL
     )""",
+    ANNOTATIONS_TABLE,
 ]
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
@@ -181,7 +187,7 @@ INDEXES = [
 # The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
 # the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
-STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -246,6 +252,15 @@ UPGRADE_TO_TEMPLATES = [
     next(statement for statement in SCHEMA if "host_templates" in statement),
     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
 ]
+
+# Schema 4 to 5: the tables of round 3, each entry one helper's statements, each statement
+# idempotent (a table made if missing, a column added if missing), so they compose in any
+# order and a store made by this cdc (which has them all) passes through unchanged.
+VERSION_5_TABLES = [
+    [ANNOTATIONS_TABLE],
+]
+UPGRADE_TO_5 = [*(statement for entry in VERSION_5_TABLES for statement in entry),
+                "UPDATE meta SET value = '5' WHERE key = 'schema_version'"]
 
 SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
 
@@ -315,8 +330,9 @@ class Schema:
         was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
         and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
-        and the template-only flags are counted (`cdc.store.templates`). A rewrite of the
-        tables: seconds for a million rows."""
+        and the template-only flags are counted (`cdc.store.templates`). Schema 4 to 5: the
+        round-3 tables are added (`VERSION_5_TABLES`). A rewrite of the tables: seconds for a
+        million rows (4 to 5 alone adds empty tables: instant)."""
         connection.execute("BEGIN TRANSACTION")
         try:
             if version < 2:
@@ -324,9 +340,12 @@ class Schema:
                     connection.execute(statement)
             if version < 3:
                 self._renumber(connection)
-            for statement in UPGRADE_TO_TEMPLATES:
+            if version < 4:
+                for statement in UPGRADE_TO_TEMPLATES:
+                    connection.execute(statement)
+                self._refresh_templates(connection, None)
+            for statement in UPGRADE_TO_5:
                 connection.execute(statement)
-            self._refresh_templates(connection, None)
         except BaseException:
             connection.execute("ROLLBACK")
             raise
