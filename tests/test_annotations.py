@@ -116,15 +116,19 @@ def test_annotations_survive_backfills_and_follow_a_generation_whose_start_moved
         (capture_id(datetime(2026, 1, 1, 10)), "new", None), (second, "minor", "noise"),
         (third, "minor", "significant")]
     # A late fetch of the third's content, earlier: its generation starts then, a new number;
-    # the annotation made under the old number is read at the generation that number falls in.
+    # the annotation moves with it, and the old number still names it.
     ingest(store, records_of([(URL, 30, three)]))
     moved = store.generations(URL)[-1].generation
     assert moved == capture_id(datetime(2026, 1, 2, 6)) != third
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        assert connection.execute("SELECT generation, label FROM annotations ORDER BY 1").fetchall() == [
+            (second, "noise"), (moved, "significant")]
     assert [(row.generation, row.label, row.note) for row in store.annotations()] == [
         (second, "noise", "first seen"), (moved, "significant", "the price")]
     assert store.history(URL)[-1].label == "significant"
-    # Annotated again under its new number, the change has one annotation: the new one.
-    annotate(store, URL, moved, "unsure", None, "bo")
+    assert store.annotation(URL, third).label == "significant"
+    # Annotated again under its old number, the change has one annotation: the new one.
+    annotate(store, URL, third, "unsure", None, "bo")
     assert [(row.generation, row.label) for row in store.annotations()] == [
         (second, "noise"), (moved, "unsure")]
     with duckdb.connect(str(store.path), read_only=True) as connection:

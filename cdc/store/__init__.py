@@ -12,7 +12,7 @@
 - `runs`: crawl runs started and finished, a run's end trimming the texts of its pages and
   setting its hosts' template-only flags;
 - `annotations`: the analysts' judgements of changes (significant, noise, unsure), kept
-  apart from the rows ingest writes, and read at the generation each number falls in;
+  apart from the rows ingest writes, and moved along when a backfill moves a generation's start;
 - `templates`: each host's template and the change rows' template-only flags, stored, and
   refreshed where the chunk lists change (a run's end, prune, migrate, erase, an upgrade);
 - `sitediff`: the runs as the CLI and the dashboard read them, and what changed on a site

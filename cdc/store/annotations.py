@@ -7,10 +7,12 @@ change's row may lose its text; its annotation stays), and `erase` removes it wi
 
 Generation numbers are capture times (`cdc.versions.capture_id`) and never come to name
 another version: a fetch of the same content found later, earlier in time, moves the
-generation's start, and a number held before still falls inside it. So an annotation is
-read at the generation its number falls in now (the last to start by then), as `Store.version`
-resolves a number; where two annotations fall in one generation, the later one is its
-annotation. Nothing that ingest, a backfill or `cdc migrate` writes touches this table.
+generation's start, and a number held before still falls inside it. An annotation is stored
+at the generation's start (a number given is resolved first, as `Store.version` resolves
+one), and the ingest batch that moves a start moves its annotations along
+(`_follow_moved_generations`), so a read joins annotations to change rows exactly, by key and
+number: a join of the few annotations, never a search of `generations`. Nothing else that
+ingest, a backfill or `cdc migrate` writes touches this table.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 
+import duckdb
 import pyarrow as pa
 
-from cdc.store.lookups import _by_keys, _one, _registered
+from cdc.store.lookups import _by_keys, _for_keys, _one, _registered
 
 SIGNIFICANT, NOISE, UNSURE = "significant", "noise", "unsure"
 LABELS = (SIGNIFICANT, NOISE, UNSURE)
@@ -55,21 +58,13 @@ ANNOTATIONS_TABLE = """CREATE TABLE IF NOT EXISTS annotations (
     )"""
 
 
-def resolved_annotations(where: str = "") -> str:
-    """A subquery of the annotations at the generation each number falls in now, one per
-    change (the latest), with the annotation columns; `where` narrows `annotations a` first
-    (its values bound by the caller). Annotations are few: the join reads only the keys and
-    numbers of `generations`."""
+def annotations_of(where: str = "") -> str:
+    """A subquery of the annotations, one per change (the latest, should a change ever hold
+    two), with the annotation columns; `where` narrows `annotations a` (its values bound by
+    the caller)."""
     return f"""(
-        SELECT natural_key, generation, label, note, annotated_by, annotated_at FROM (
-            SELECT a.natural_key, a.generation AS given, a.label, a.note, a.annotated_by, a.annotated_at,
-                   coalesce(max(g.generation), a.generation) AS generation
-            FROM annotations a LEFT JOIN generations g
-              ON g.natural_key = a.natural_key AND g.generation <= a.generation
-            {where}
-            GROUP BY a.natural_key, a.generation, a.label, a.note, a.annotated_by, a.annotated_at)
-        QUALIFY row_number() OVER (PARTITION BY natural_key, generation
-                                   ORDER BY annotated_at DESC, given DESC) = 1)"""
+        SELECT natural_key, generation, label, note, annotated_by, annotated_at FROM annotations a {where}
+        QUALIFY row_number() OVER (PARTITION BY natural_key, generation ORDER BY annotated_at DESC) = 1)"""
 
 
 @dataclass(frozen=True)
@@ -107,6 +102,27 @@ def _current(numbers: list[int], number: int) -> int | None:
 
 class Annotations:
     """The annotations, mixed into `Store`."""
+
+    def _follow_moved_generations(self, connection: duckdb.DuckDBPyConnection) -> None:
+        """In an ingest batch's transaction, once its rows are written (`removed_generations`
+        registered): the annotations of generations whose start moved earlier go to the
+        generation their number falls in now. Only the batch's removed generations are
+        joined; the annotated ones among them (rare: a backfill of an annotated page) are
+        looked up by key."""
+        moved = connection.execute("""
+            SELECT DISTINCT a.natural_key FROM annotations a
+            JOIN removed_generations r USING (natural_key, generation)""").fetchall()
+        if not moved:
+            return
+        _for_keys(connection, """
+            UPDATE annotations SET generation = found.generation FROM (
+                SELECT a.natural_key, a.generation AS given, max(g.generation) AS generation
+                FROM annotations a JOIN removed_generations r USING (natural_key, generation)
+                JOIN (SELECT natural_key, generation FROM generations WHERE natural_key IN ({keys})) g
+                  ON g.natural_key = a.natural_key AND g.generation <= a.generation
+                GROUP BY a.natural_key, a.generation) found
+            WHERE annotations.natural_key = found.natural_key AND annotations.generation = found.given""",
+                  [key for (key,) in moved], "generations")
 
     def put_annotations(self, rows: Sequence[Annotation], *, newer_only: bool = False) -> MergeResult:
         """Store annotations in one transaction, each at the generation its number falls in,
@@ -170,7 +186,7 @@ class Annotations:
             if current is None:
                 return None
             row = _one(connection.execute(f"""
-                SELECT {", ".join(ANNOTATION_COLUMNS)} FROM {resolved_annotations("WHERE a.natural_key = ?")}
+                SELECT {", ".join(ANNOTATION_COLUMNS)} FROM {annotations_of("WHERE a.natural_key = ?")}
                 WHERE generation = ?""", [natural_key, current]))
         return Annotation(*row) if row else None
 
@@ -184,7 +200,7 @@ class Annotations:
             rows = connection.execute(f"""
                 SELECT a.natural_key, p.host, a.generation, c.previous_generation, c.verdict,
                        a.label, a.note, a.annotated_by, a.annotated_at
-                FROM {resolved_annotations(where)} a
+                FROM {annotations_of(where)} a
                 JOIN pages p USING (natural_key)
                 LEFT JOIN changes c ON c.natural_key = a.natural_key AND c.generation = a.generation
                 {label_filter}

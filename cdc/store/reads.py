@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from cdc.store.annotations import resolved_annotations
+from cdc.store.annotations import annotations_of
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
@@ -112,7 +112,7 @@ _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, 
 
 def _annotations_joined(where: str = "") -> str:
     """The join that gives change rows `c` their annotations `a` (`where`: of `annotations a`)."""
-    return (f"LEFT JOIN {resolved_annotations(where)} a "
+    return (f"LEFT JOIN {annotations_of(where)} a "
             "ON a.natural_key = c.natural_key AND a.generation = c.generation")
 
 
@@ -237,7 +237,7 @@ class Reads:
         """A WHERE clause on `changes c` of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
         if labels:  # changes annotated with one of `labels`
-            conditions.append(f"""EXISTS (SELECT 1 FROM {resolved_annotations()} a
+            conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
                                  WHERE a.natural_key = c.natural_key AND a.generation = c.generation
                                    AND list_contains(?, a.label))""")
             values.append(list(labels))

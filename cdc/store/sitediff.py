@@ -21,7 +21,7 @@ import duckdb
 import xxhash
 
 from cdc.errors import RunError, RunNotFoundError
-from cdc.store.annotations import resolved_annotations
+from cdc.store.annotations import annotations_of
 from cdc.store.lookups import _one
 from cdc.store.runs import RUN_COUNTS
 
@@ -306,7 +306,7 @@ class SiteDiffs:
                                      AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)""")
                 values += [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
             if labels:
-                conditions.append(f"""EXISTS (SELECT 1 FROM {resolved_annotations()} a
+                conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
                     WHERE a.natural_key = site_changes.natural_key AND a.generation = site_changes.generation
                       AND list_contains(?, a.label))""")
                 values.append(list(labels))
@@ -317,7 +317,7 @@ class SiteDiffs:
                 SELECT natural_key, p.url, p.host, s.* EXCLUDE (natural_key, template_edit)
                 FROM (SELECT l.*, a.label FROM (
                           SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) l
-                      LEFT JOIN {resolved_annotations()} a
+                      LEFT JOIN {annotations_of()} a
                         ON a.natural_key = l.natural_key AND a.generation = l.generation) s
                 JOIN pages p USING (natural_key) {_LARGEST_FIRST}""", [*values, limit, offset]).fetchall()
         return SiteDiff(a, b, host, new, gone, changed, unchanged, verdicts, template_only, groups,
