@@ -8,7 +8,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -32,6 +34,7 @@ from tests import crawlgen
 from tests.test_history import URL, bodies, ingest, records_of
 from tests.test_migrate import OLD_PARAMS
 
+ROOT = Path(__file__).resolve().parents[1]
 PAGE = "https://shop0.example/item/1"
 # Notes are untrusted text: a formula, a leading quote, a line break, markup, other scripts.
 NOTES = ["=HYPERLINK(\"http://evil\")", "'quoted already", "two\nlines", "<b>bold</b> & more",
@@ -264,3 +267,42 @@ def test_the_listing_as_a_table_and_as_json(tmp_path, crawl, capsys):
     assert datetime.fromisoformat(row["annotated_at"][:-1]) > datetime.now() - timedelta(days=1)
     code, out, _ = run(capsys, "--db", str(store.path), "annotations", "--url", PAGE, "--json")
     assert [json.loads(line)["url"] for line in out.splitlines()] == [PAGE]
+
+
+HOLD_LOCK = """
+import sys, time
+from cdc.store import Store
+with Store(sys.argv[1]).writing() as connection:  # as an ingest's batch holds it
+    print("holding", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_the_dashboard_s_write_waits_for_a_writer_and_its_process_keeps_reading(tmp_path, crawl):
+    """The dashboard annotates through `cdc annotate` in a child process: while another
+    process writes, the child waits for cdc's write lock, and this process (the app's) keeps
+    reading meanwhile, which a write connection of its own would have made fail."""
+    import subprocess
+    import sys
+    import threading
+
+    import ui_annotate
+
+    store = _ingested(tmp_path / "cdc.duckdb", crawl)
+    with subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(store.path), "2"], stdout=subprocess.PIPE,
+                          text=True, cwd=ROOT) as holder:
+        assert holder.stdout.readline().strip() == "holding"
+        outcome: list[str | None] = []
+        saving = threading.Thread(target=lambda: outcome.append(ui_annotate.save_annotation(
+            store, PAGE, crawlgen.generation(1), "significant", "-starts like an option", "ann")))
+        started = time.monotonic()
+        saving.start()
+        reads = 0
+        while saving.is_alive():
+            assert len(store.changes(limit=5)) == 5  # never a failed read
+            reads += 1
+        assert outcome == [None] and time.monotonic() - started > 1.0 and reads > 0
+    saved = store.annotation(PAGE, crawlgen.generation(1))
+    assert (saved.label, saved.note, saved.annotated_by) == ("significant", "-starts like an option", "ann")
+    assert ui_annotate.save_annotation(store, PAGE, 20200101000000, "noise", "", "ann").startswith(
+        f"{PAGE} has no generation 20200101000000")
