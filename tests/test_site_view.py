@@ -142,6 +142,10 @@ def test_the_label_filter_lists_the_pages_whose_change_an_analyst_marked(demo_pa
     rerun(app)
     assert query(app)["label"] == "significant,noise"
     assert set(pages_table(app)["page"]) == {significant.natural_key, noise.natural_key}
+    app.multiselect(key="site-labels").set_value(["unsure"])
+    rerun(app)
+    assert all("open" not in frame.value.columns for frame in app.dataframe)  # no page listed
+    assert any("annotated unsure" in caption.value for caption in app.caption)
     app.multiselect(key="site-labels").set_value([])
     rerun(app)
     assert "label" not in query(app)

@@ -202,6 +202,9 @@ st.query_params["page"] = str(page)
 if diff.pages:
     right.caption(f"{diff.offset + 1:,}-{diff.offset + len(diff.pages):,} of {total:,}. "
                   "*Compare* opens the page's two generations side by side.")
+elif labels:
+    right.caption(f"No changed page between these runs is annotated {' or '.join(labels)}: mark a change "
+                  "beside its verdict in *Compare*, or clear *Annotated as*.")
 st.dataframe([{
     "page": changed.natural_key,
     "open": ui.compare_link(changed.natural_key, changed.generation_a, changed.generation_b),
