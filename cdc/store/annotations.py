@@ -42,20 +42,22 @@ class Annotation:
     annotated_at: datetime  # UTC
 
 
+# Each column's SQL type and Arrow type, in the row's order: the table and the Arrow schema
+# of its bulk writes are both made from this one list.
+_COLUMN_TYPES = {
+    "natural_key": ("VARCHAR NOT NULL", pa.string()),
+    "generation": ("BIGINT NOT NULL", pa.int64()),
+    "label": ("VARCHAR NOT NULL", pa.string()),
+    "note": ("VARCHAR", pa.string()),
+    "annotated_by": ("VARCHAR NOT NULL", pa.string()),
+    "annotated_at": ("TIMESTAMP NOT NULL", pa.timestamp("us")),
+}
 ANNOTATION_COLUMNS = tuple(field.name for field in fields(Annotation))
-_ARROW_SCHEMA = pa.schema([("natural_key", pa.string()), ("generation", pa.int64()), ("label", pa.string()),
-                           ("note", pa.string()), ("annotated_by", pa.string()),
-                           ("annotated_at", pa.timestamp("us"))])
-assert tuple(_ARROW_SCHEMA.names) == ANNOTATION_COLUMNS
-
-ANNOTATIONS_TABLE = """CREATE TABLE IF NOT EXISTS annotations (
-        natural_key VARCHAR NOT NULL,
-        generation BIGINT NOT NULL,
-        label VARCHAR NOT NULL,
-        note VARCHAR,
-        annotated_by VARCHAR NOT NULL,
-        annotated_at TIMESTAMP NOT NULL
-    )"""
+if tuple(_COLUMN_TYPES) != ANNOTATION_COLUMNS:  # a field added to one and not the other
+    raise ImportError(f"annotation columns {tuple(_COLUMN_TYPES)} differ from the row's {ANNOTATION_COLUMNS}")
+_ARROW_SCHEMA = pa.schema([(name, arrow) for name, (_, arrow) in _COLUMN_TYPES.items()])
+ANNOTATIONS_TABLE = "CREATE TABLE IF NOT EXISTS annotations (\n        " + ",\n        ".join(
+    f"{name} {sql}" for name, (sql, _) in _COLUMN_TYPES.items()) + "\n    )"
 
 
 def annotations_of(where: str = "") -> str:
