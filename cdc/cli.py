@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import BinaryIO, TextIO
 
-from cdc import __version__, cli_runs
+from cdc import __version__, cli_annotate, cli_runs
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
@@ -395,8 +395,8 @@ def _time_option(value: str) -> datetime:
 def _export_command(args: argparse.Namespace) -> int:
     store = _store(args)
     run = store.run(args.run_ref).run if args.run_ref is not None else None
-    rows = store.changes(host=args.host, since=args.since, until=args.until,
-                         verdicts=args.verdict or (), min_change=args.min_change, run=run)
+    rows = store.changes(host=args.host, since=args.since, until=args.until, verdicts=args.verdict or (),
+                         min_change=args.min_change, run=run, labels=cli_annotate.labels_given(args.label))
     if args.output in (None, "-"):
         sys.stdout.reconfigure(newline="")
         count = write_changes_csv(rows, sys.stdout)
@@ -606,6 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
     export.add_argument("--run", dest="run_ref", metavar="RUN",
                         help="only the generations first seen in this run (an id or a label; `cdc runs`)")
+    export.add_argument("--label", action="append", help="only changes annotated so (`cdc annotate`)")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     export.set_defaults(run=_export_command)
 
@@ -644,6 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo_command)
 
     cli_runs.add_commands(commands, _store)
+    cli_annotate.add_commands(commands, _store)
     return parser
 
 

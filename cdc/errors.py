@@ -50,3 +50,8 @@ class RunError(CdcError):
 
 class RunNotFoundError(RunError):
     """The store has no run of that id or label."""
+
+
+class AnnotationError(CdcError):
+    """An annotation cannot be made as asked: an unknown label, a note or name out of bounds,
+    or an import file that cannot be read."""

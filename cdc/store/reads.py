@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from cdc.store.annotations import annotations_of
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
@@ -98,6 +99,10 @@ class ChangeRow:
     # run's end (`cdc.store.templates`); None for a first sighting, or where either
     # generation's chunk list is no longer retained.
     template_only: bool | None = None
+    # The change's annotation (`cdc.store.annotations`); None where nobody judged it.
+    label: str | None = None
+    note: str | None = None
+    annotated_by: str | None = None
     surt: str | None = None  # the page's SURT, the key of a crawl's CDX index (cdc.urls.surt_key)
 
     @property
@@ -108,7 +113,8 @@ class ChangeRow:
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
-                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only, p.surt")
+                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only, "
+                   "a.label, a.note, a.annotated_by, p.surt")
 
 
 # What a list shows for a template-only change in place of its verdict. The verdict measures
@@ -124,6 +130,12 @@ TEMPLATE_LAST = "c.template_only IS TRUE"
 def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | None:
     """What a list shows of a change: `TEMPLATE_ONLY` for a template-only one, else its verdict."""
     return TEMPLATE_ONLY if template_only else verdict
+
+
+def _annotations_joined(where: str = "") -> str:
+    """The join that gives change rows `c` their annotations `a` (`where`: of `annotations a`)."""
+    return (f"LEFT JOIN {annotations_of(where)} a "
+            "ON a.natural_key = c.natural_key AND a.generation = c.generation")
 
 
 PICK_LIMIT = 200  # keys a URL picker lists at most: type to narrow a host of 100,000 pages
@@ -240,16 +252,22 @@ class Reads:
         with self.reading() as connection:
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                {_annotations_joined("WHERE a.natural_key = ?")}
                 WHERE c.natural_key = ? ORDER BY c.generation
-            """, [natural_key]).fetchall()
+            """, [natural_key, natural_key]).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
                         verdicts: Sequence[str], min_change: float,
-                        run: int | None = None) -> tuple[str, list]:
+                        run: int | None = None, labels: Sequence[str] = ()) -> tuple[str, list]:
         """A WHERE clause on `changes c` of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
+        if labels:  # changes annotated with one of `labels`
+            conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
+                                 WHERE a.natural_key = c.natural_key AND a.generation = c.generation
+                                   AND list_contains(?, a.label))""")
+            values.append(list(labels))
         if run is not None:  # generations the run saw first
             conditions.append("""EXISTS (SELECT 1 FROM generations g WHERE g.natural_key = c.natural_key
                                  AND g.generation = c.generation AND g.first_run = ?)""")
@@ -274,10 +292,11 @@ class Reads:
     def changes(self, *, host: str | None = None, since: datetime | None = None,
                 until: datetime | None = None, verdicts: Sequence[str] = (),
                 min_change: float = 0.0, limit: int | None = None,
-                run: int | None = None) -> list[ChangeRow]:
-        """Change summaries, newest first, filtered (`run`: of the generations that run saw
-        first, by id); what the CSV export writes."""
-        where, values = self._change_filters(host, since, until, verdicts, min_change, run)
+                run: int | None = None, labels: Sequence[str] = ()) -> list[ChangeRow]:
+        """Change summaries, newest first, with their annotations, filtered (`run`: of the
+        generations that run saw first, by id; `labels`: of the changes annotated so); what
+        the CSV export writes."""
+        where, values = self._change_filters(host, since, until, verdicts, min_change, run, labels)
         tail = "LIMIT ?" if limit is not None else ""
         if limit is not None:
             values.append(limit)
@@ -288,14 +307,15 @@ class Reads:
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS}
                 FROM (SELECT * FROM changes c {where} {order} {tail}) c JOIN pages p USING (natural_key)
+                {_annotations_joined()}
                 {order}
             """, values).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     def count_changes(self, *, host: str | None = None, since: datetime | None = None,
                       until: datetime | None = None, verdicts: Sequence[str] = (),
-                      min_change: float = 0.0, run: int | None = None) -> int:
-        where, values = self._change_filters(host, since, until, verdicts, min_change, run)
+                      min_change: float = 0.0, run: int | None = None, labels: Sequence[str] = ()) -> int:
+        where, values = self._change_filters(host, since, until, verdicts, min_change, run, labels)
         with self.reading() as connection:
             return _one(connection.execute(
                 f"SELECT count(*) FROM changes c {where}", values))[0]
@@ -333,6 +353,7 @@ class Reads:
         with self.reading() as connection:
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                {_annotations_joined()}
                 WHERE c.verdict NOT IN ('new', 'unchanged') AND c.generation = p.latest_generation
                 ORDER BY {TEMPLATE_LAST}, 1 - least(c.unchanged_ratio, c.retained_ratio) DESC,
                          c.bytes_added + c.bytes_removed DESC, c.natural_key

@@ -32,6 +32,9 @@ Tables (all times UTC):
 - `runs`: one row per ingest or fetch run: label, start and end, inputs, counts.
 - `page_runs`: one row per page and run that saw it: the latest fetch of the page in that run
   and its content digest. What changed on a site between two runs is a join of two runs' rows.
+- `annotations`: one row per change an analyst judged (significant, noise, unsure), keyed by
+  page and generation, with a note, who and when (`cdc.store.annotations`); kept for good,
+  erased with the page.
 
 A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
 numbers order as fetch times do and never come to name another version.
@@ -47,14 +50,15 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreError
+from cdc.store.annotations import ANNOTATIONS_TABLE
 from cdc.store.layout import _chunks_of
 from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
 # 3: generations numbered by capture time, the fetches and runs recorded; 4: the hosts'
-#    templates and the change rows' template-only flags stored; 5: each page's SURT key
-#    (and the other additions of version 5, each in `VERSION_5` or a function of its own).
+#    templates and the change rows' template-only flags stored; 5: round 3's additions (each
+#    page's SURT key, the analysts' annotations, ...), each an idempotent entry of `VERSION_5`.
 SCHEMA_VERSION = 5
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
@@ -165,6 +169,7 @@ SCHEMA = [
         fetched_at TIMESTAMP NOT NULL,
         content_digest BLOB NOT NULL
     )""",
+    ANNOTATIONS_TABLE,
 ]
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
@@ -183,7 +188,7 @@ INDEXES = [
 # The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
 # the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
-STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -249,10 +254,11 @@ UPGRADE_TO_TEMPLATES = [
     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
 ]
 
-# Schema 4 to 5, and a new store's additions to SCHEMA: idempotent statements, so a store
-# made by any cdc of version 5 reads the same. Filled on upgrade by `_fill_surt_keys`.
+# Schema 4 to 5, and a new store's additions to SCHEMA: idempotent statements (a table made if
+# missing, a column added if missing), so they compose in any order and a store made by any cdc
+# of version 5 reads the same. Filled on upgrade by `_fill_surt_keys`.
 SURT_COLUMN = "ALTER TABLE pages ADD COLUMN IF NOT EXISTS surt VARCHAR"
-VERSION_5 = [SURT_COLUMN]
+VERSION_5 = [SURT_COLUMN, ANNOTATIONS_TABLE]
 SURT_BATCH = 10_000  # pages given their SURT per statement on upgrade
 
 
@@ -342,8 +348,8 @@ class Schema:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
         and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
         and the template-only flags are counted (`cdc.store.templates`). Schema 4 to 5: the
-        `VERSION_5` additions, and each page's SURT. A rewrite of the tables: seconds for a
-        million rows."""
+        `VERSION_5` additions (empty tables, a column), and each page's SURT. A rewrite of the
+        tables: seconds for a million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
             if version < 2:

@@ -15,6 +15,7 @@ changed pages and the template groups read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -23,6 +24,7 @@ import xxhash
 
 from cdc.compare import UNCHANGED
 from cdc.errors import RunError, RunNotFoundError
+from cdc.store.annotations import annotations_of
 from cdc.store.lookups import _one
 from cdc.store.reads import shown_verdict_of
 from cdc.store.runs import RUN_COUNTS
@@ -159,6 +161,7 @@ class ChangedPage:
     retained_ratio: float | None
     excerpt: str | None
     measure: str | None  # edits, chunks, or digests
+    label: str | None = None  # the change's annotation (`cdc annotate`); None: not judged
 
     @property
     def shown_verdict(self) -> str:
@@ -223,6 +226,8 @@ class SiteDiff:
     template_changes: list[TemplateChange] = field(default_factory=list)  # most pages first
     pages: list[ChangedPage] = field(default_factory=list)
     offset: int = 0
+    listed: int | None = None  # the changed pages the list's filters pick (a template change,
+    # labels), for paging; None when the list is not filtered: `changed` is its total
 
     @property
     def seen_by_both(self) -> int:
@@ -292,12 +297,14 @@ class SiteDiffs:
 
     def site_diff(self, run_a: int | str, run_b: int | str, host: str | None = None, *,
                   limit: int = DEFAULT_PAGE_SIZE, offset: int = 0,
-                  template_change: str | None = None) -> SiteDiff:
+                  template_change: str | None = None, labels: Sequence[str] = ()) -> SiteDiff:
         """What changed between run A and run B, on every host or on `host`: counts, and the
-        changed pages from `offset`, at most `limit` of them, largest change first.
+        changed pages from `offset`, at most `limit` of them, largest change first, each with
+        its change's annotation label.
 
         `template_change` (a `TemplateChange.key`) lists that template change's pages only (none
-        when no change of this diff has that key); the counts stay the whole diff's."""
+        when no change of this diff has that key), `labels` the pages whose change is annotated
+        with one of them; the counts stay the whole diff's, and `listed` counts the list."""
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset are at least 0, got {limit} and {offset}")
         with self.reading() as connection:
@@ -330,18 +337,29 @@ class SiteDiffs:
                 SELECT p.host, s.template_edit, s.excerpt, count(*), min(s.natural_key, ?)
                 FROM site_changes s JOIN pages p USING (natural_key) WHERE s.template_only
                 GROUP BY ALL""", [TEMPLATE_EXAMPLES]).fetchall())
-            where, values = "", []
+            conditions, values = [], []
             if template_change is not None:
                 chosen = next((group for group in groups if group.key == template_change), None)
-                where = """WHERE template_only AND list_contains(?, template_edit)
-                             AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)"""
-                values = [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
+                conditions.append("""template_only AND list_contains(?, template_edit)
+                                     AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)""")
+                values += [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
+            if labels:
+                conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
+                    WHERE a.natural_key = site_changes.natural_key AND a.generation = site_changes.generation
+                      AND list_contains(?, a.label))""")
+                values.append(list(labels))
+            where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+            listed = _one(connection.execute(f"SELECT count(*) FROM site_changes {where}", values))[0] \
+                if conditions else None
             rows = connection.execute(f"""
                 SELECT natural_key, p.url, p.host, s.* EXCLUDE (natural_key, template_edit)
-                FROM (SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) s
+                FROM (SELECT l.*, a.label FROM (
+                          SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) l
+                      LEFT JOIN {annotations_of()} a
+                        ON a.natural_key = l.natural_key AND a.generation = l.generation) s
                 JOIN pages p USING (natural_key) {_LARGEST_FIRST}""", [*values, limit, offset]).fetchall()
         return SiteDiff(a, b, host, new, gone, changed, unchanged, verdicts, template_only, groups,
-                        [ChangedPage(*row) for row in rows], offset)
+                        [ChangedPage(*row) for row in rows], offset, listed)
 
 
 def _template_groups(rows: list[tuple]) -> list[TemplateChange]:

@@ -359,6 +359,8 @@ class Writer:
             UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
             FROM batch_checked c WHERE pages.natural_key = c.natural_key AND pages.natural_key IN ({keys})""",
                   batch.checked.column("natural_key").to_pylist(), "pages")
+        if batch.removed_generations.num_rows:  # a backfill moved starts: annotations follow
+            self._follow_moved_generations(connection)
 
     # --- live fetching: conditional-request validators --------------------------------------
 
