@@ -69,7 +69,7 @@ class CachedStore:
     READS = frozenset({
         "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
         "verdict_counts", "biggest_changes", "host_activity", "time_span", "match_pages", "runs",
-        "run_on", "site_diff", "pages_with_digest", "needs_upgrade",
+        "run_on", "site_diff", "pages_with_digest", "needs_upgrade", "annotation", "annotations",
     })
 
     def __init__(self, store: Store) -> None:
@@ -209,8 +209,7 @@ def _match_label(match: PageMatch) -> str:
     if match.verdict is None:
         return short_url(match.natural_key)
     share = "" if match.share_changed is None else f" {match.share_changed:.0%}"
-    template = ", template only" if match.template_only else ""
-    return f"{short_url(match.natural_key)} · {match.verdict.replace('_', ' ')}{share}{template}"
+    return f"{short_url(match.natural_key)} · {match.shown_verdict.replace('_', ' ')}{share}"
 
 
 def url_picker(store: CachedStore) -> str:

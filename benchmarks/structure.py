@@ -20,6 +20,10 @@ Both crawls are ingested by `cdc ingest` into a fresh store for each extraction 
    `unchanged`. Target: at least 95%. Also shown: how many of them have their stored change
    row flagged `template_only` (what `cdc history` and `cdc export` show),
    and the mean chunks per generation.
+   Also: the pages with a moved paragraph (beside the banner) whose change row is flagged
+   `template_only` (target: none: a move is the page's own change), those of any real
+   edit, and the template-only changes that the Overview's biggest changes list after every
+   change of a page's own (target: all).
 3. Moved paragraphs covered (90% of their bytes) by one `Edit` of kind "move". Target: 90%.
 4. Median over pages with one inserted paragraph of the bytes of `changed_regions` over
    the truly inserted bytes (the paragraph and the banner). Target: at most 3x.
@@ -91,6 +95,14 @@ def measure(site: sitemeasure.SiteStore, mode: str) -> None:
     flagged = sitemeasure.template_only_flagged(site)
     print(f"template-only pages whose change row is flagged template_only (cdc history, export): "
           f"{flagged}")
+    moved = sitemeasure.edited_flagged(site, sitecrawl.MOVE)
+    print(f"target: pages with a moved paragraph (and the banner) flagged template_only = 0: {moved}  "
+          f"{verdict(moved.total > 0 and moved.hits == 0)}")
+    edited = sitemeasure.edited_flagged(site)
+    print(f"pages with any real edit flagged template_only: {edited}")
+    ranked = sitemeasure.template_only_ranked_last(site)
+    print(f"target: template-only changes listed after every change of a page's own (Overview): {ranked}  "
+          f"{verdict(ranked.hits == ranked.total)}")
     stats = site.store.stats()
     print(f"chunks per generation: {stats['content_chunks'] / max(stats['generations'], 1):.0f} (mean)")
     moves = sitemeasure.moves_found(site)

@@ -76,6 +76,7 @@ from cdc.ingest import (
 )
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store.runs import RUN_COUNTS
+from cdc.urls import surt_key
 from cdc.versions import capture_id
 
 BUILDER_VERSION = 3  # bump when the generated data changes, so cached stores are rebuilt
@@ -446,6 +447,8 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                 "last_checked": [fetched[p] for p in first_order],
                 "etag": [None] * pages, "last_modified": [None] * pages,
             }, schema=_PAGES)
+            page_rows = page_rows.append_column(  # as the writer gives a new page (schema 5)
+                "surt", pa.array([surt_key(keys[p]) for p in first_order], pa.string()))
             _insert(connection, "pages", page_rows)
             connection.execute("COMMIT")
             for statement in INDEXES:

@@ -7,6 +7,7 @@ Exit codes: 0 all good; 1 failure (a one-line message says what to do); 2 bad us
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -16,14 +17,14 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import BinaryIO, TextIO
 
-from cdc import __version__, cli_runs
+from cdc import __version__, cli_annotate, cli_runs
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.compiled import AHEAD_OF_TIME
 from cdc.errors import CdcError, PageNotFoundError
 from cdc.export import write_changes_csv
-from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES, WHOLE_PAGE
+from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES
 from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, parse_time
 from cdc.inputs import open_crawl_inputs, run_mode
 from cdc.launch import DEFAULT_DB, DEMO_DB
@@ -231,12 +232,13 @@ def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, 
         mode = run_mode(inputs, args.extract)
         archives = any(item.is_archive for item in inputs)
         revisits: list[Revisit] = []
+        if archives:
+            store.check_extraction_mode(mode)  # claimed with the first batch: a failed run claims nothing
         ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
                             workers=args.processes, on_write=lake.write if lake else None,
                             batch_bytes=WARC_BATCH_BYTES if archives else BATCH_BYTES,
-                            label=args.run_label, inputs=args.files, revisits=revisits)
-        if archives:
-            _claim_mode(store, mode)
+                            label=args.run_label, inputs=args.files, revisits=revisits,
+                            extraction_mode=mode if archives else None)
         warc = WarcSummary()
         # One run over all the files, each record numbered by its file and its place in it: a
         # batch may span files, so a page's versions spread over small files meet in one batch
@@ -252,23 +254,6 @@ def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, 
         _print_warc_summary(warc)
     print(cli_runs.run_line(store, ingester.run_id))
     return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
-
-
-_MODE_WORDS = {MAIN_CONTENT: "HTML extracted with --extract main",
-               WHOLE_PAGE: "HTML extracted with --extract whole",
-               GIVEN_TEXT: "WET text (Common Crawl's own extraction)"}
-
-
-def _claim_mode(store: Store, mode: str) -> None:
-    """Record the run's text mode in the store, or refuse it; the store's own message for
-    the HTML modes, one that fits WET text where it meets HTML (no --extract turns one into
-    the other)."""
-    held = store.meta().get("extraction") if store.path.exists() else None
-    if held and held != mode and GIVEN_TEXT in (held, mode):
-        raise CdcError(f"{store.path} holds {_MODE_WORDS.get(held, held)}, not {_MODE_WORDS[mode]}: the same "
-                       "page made text two ways would compare as changed; ingest these files into another "
-                       "store (--db PATH)")
-    store.claim_extraction_mode(mode)
 
 
 def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
@@ -295,7 +280,7 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
             sys.stderr.flush()
 
         try:
-            summary = cluster_ingest(client, args.files, store, mode=args.extract or MAIN_CONTENT,
+            summary = cluster_ingest(client, args.files, store, mode=args.extract,
                                      on_progress=progress,
                                      on_write=lake.write if lake else None, label=args.run_label)
         except KeyboardInterrupt:
@@ -348,7 +333,7 @@ def _fetch_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CdcError(str(exc)) from exc
     store = _store(args)
-    store.claim_extraction_mode(args.extract)
+    store.check_extraction_mode(args.extract)  # claimed with the first pages stored
     if args.warc_out:
         with open(args.warc_out, "ab") as warc:
             summary = fetch_all(urls, store, options, warc_out=warc, label=args.run_label)
@@ -412,8 +397,8 @@ def _time_option(value: str) -> datetime:
 def _export_command(args: argparse.Namespace) -> int:
     store = _store(args)
     run = store.run(args.run_ref).run if args.run_ref is not None else None
-    rows = store.changes(host=args.host, since=args.since, until=args.until,
-                         verdicts=args.verdict or (), min_change=args.min_change, run=run)
+    rows = store.changes(host=args.host, since=args.since, until=args.until, verdicts=args.verdict or (),
+                         min_change=args.min_change, run=run, labels=cli_annotate.labels_given(args.label))
     if args.output in (None, "-"):
         sys.stdout.reconfigure(newline="")
         count = write_changes_csv(rows, sys.stdout)
@@ -623,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
     export.add_argument("--run", dest="run_ref", metavar="RUN",
                         help="only the generations first seen in this run (an id or a label; `cdc runs`)")
+    export.add_argument("--label", action="append", help="only changes annotated so (`cdc annotate`)")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     export.set_defaults(run=_export_command)
 
@@ -661,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo_command)
 
     cli_runs.add_commands(commands, _store)
+    cli_annotate.add_commands(commands, _store)
     return parser
 
 
@@ -685,13 +672,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cdc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception:
+    except Exception as exc:
         if stopped_by() == signal.SIGTERM:  # the signal's exception became DuckDB's error
             print("cdc: stopped (SIGTERM)", file=sys.stderr)
             return EXIT_TERMINATED
         if stopped_by() == signal.SIGINT:
             print("cdc: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):  # not the store's
+            written = exc.filename or "an output file (--parquet-out, --warc-out)"
+            print(f"cdc: the disk is full, writing {written}: free space there, then run the same "
+                  "command again", file=sys.stderr)
+            return EXIT_FAILURE
         raise
 
 

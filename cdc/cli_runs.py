@@ -112,7 +112,8 @@ def _site_diff_command(store: Store, args: argparse.Namespace) -> int:
 def _diff_dict(diff: SiteDiff) -> dict:
     result = {name: _jsonable(value) for name, value in asdict(diff).items()}
     result["run_a"], result["run_b"] = _run_dict(diff.run_a), _run_dict(diff.run_b)
-    result["pages"] = [{**asdict(page), "share_changed": page.share_changed} for page in diff.pages]
+    result["pages"] = [{**asdict(page), "shown_verdict": page.shown_verdict,
+                        "share_changed": page.share_changed} for page in diff.pages]
     result["one_page_template_changes"] = diff.one_page_template_changes
     return result
 
@@ -146,13 +147,14 @@ def _print_diff(diff: SiteDiff) -> None:
     if not diff.pages:
         return
     last = diff.offset + len(diff.pages)
-    print(f"changed pages {diff.offset + 1:,}-{last:,} of {diff.changed:,}, largest change first:")
+    print(f"changed pages {diff.offset + 1:,}-{last:,} of {diff.changed:,}, largest change first, "
+          "template-only ones last:")
     print(f"  {'verdict':<14}  {'template':>8}  {'changed':>7}  {'+bytes':>8}  {'-bytes':>8}  "
           "url  generations  what changed")
     for page in diff.pages:
         share = "-" if page.share_changed is None else f"{page.share_changed:.1%}"
         flag = {True: "yes", False: "no"}.get(page.template_only, "-")
-        print(f"  {page.verdict:<14}  {flag:>8}  {share:>7}  {_count(page.bytes_added):>8}  "
+        print(f"  {page.shown_verdict:<14}  {flag:>8}  {share:>7}  {_count(page.bytes_added):>8}  "
               f"{_count(page.bytes_removed):>8}  {page.natural_key}  "
               f"{page.generation_a} -> {page.generation_b}  {(page.excerpt or '')[:60]}")
     if last < diff.changed:

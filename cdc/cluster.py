@@ -42,9 +42,9 @@ import pyarrow as pa
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
-from cdc.extract import MAIN_CONTENT
 from cdc.histories import read_histories
 from cdc.ingest import IngestSummary, mark_revisits, outcome_tables, plan_pages, reaching_back, share_out
+from cdc.inputs import JSONL, run_mode
 from cdc.lifeline import die_with_parent
 from cdc.observations import (
     ShardReport,
@@ -186,13 +186,18 @@ def _shard_weight(name: str) -> int:
         return max(size, int.from_bytes(stream.read(4), "little"))
 
 
-def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MAIN_CONTENT,
+def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str | None = None,
                    params: ChunkParams = DEFAULT_PARAMS, partitions: int | None = None,
                    on_progress: Callable[[ClusterSummary], None] | None = None,
                    on_write: Callable[[WriteBatch], None] | None = None,
                    label: str | None = None) -> ClusterSummary:
     """Ingest `files` (paths the workers can read) into `store`, as one run labelled `label`
     (`cdc runs`); see the module docstring.
+
+    `mode` is how archive pages become text (`--extract`); None: as the files call for, chosen
+    by `cdc.inputs.run_mode` on each shard and then for the run from every shard's kind, as
+    for a plain ingest. The store's mode is claimed with the first partition written, so a
+    run whose shards all failed claims nothing.
 
     `on_progress` is called after each shard is read and each partition is committed;
     `on_write` is given each partition's tables once committed (the Parquet lake).
@@ -228,9 +233,14 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
             _add_report(summary, report)
             if on_progress:
                 on_progress(summary)
+        # WET beside HTML, or a mode that does not fit: refused before anything is written.
+        text_mode = run_mode([report.kind for report in reports if report.kind is not None], mode)
+        archive_pages = any(report.records for report in reports
+                            if report.kind is not None and report.kind.format != JSONL)
+        to_claim = text_mode if archive_pages else None
         with store.write_lock():
-            if summary.warc is not None:
-                store.claim_extraction_mode(mode)
+            if to_claim is not None:
+                store.check_extraction_mode(to_claim)
             pending = _submit_builds(client, store if stored else None, observed, reports, count, params, run)
             # Only the compare tasks are held from here: Dask frees each shard's observations
             # once the tasks that use them have run, and still recomputes any a dead worker
@@ -241,7 +251,8 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
             # wait forever.
             finished = as_completed(pending, with_results=True, loop=client.loop)
             for done in finished.batches():
-                batch = _load(store, done, finished, summary, run, params)
+                batch = _load(store, done, finished, summary, run, params, to_claim)
+                to_claim = None
                 if on_write:
                     on_write(batch)
                 if on_progress:
@@ -257,9 +268,10 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str = MA
 
 
 def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary, run: int = 0,
-          params: ChunkParams = DEFAULT_PARAMS) -> WriteBatch:
+          params: ChunkParams = DEFAULT_PARAMS, claim_mode: str | None = None) -> WriteBatch:
     """Append the rows of the compare tasks in `done` ((future, result) pairs), and of those
-    in `finished` that end within LINGER_SECONDS while others still run, in one transaction.
+    in `finished` that end within LINGER_SECONDS while others still run, in one transaction,
+    with the store's extraction mode `claim_mode` if given (the run's first).
 
     Partitions dealt to be equal tend to end together, and each transaction costs the writer
     a connection and a checkpoint (15 ms with no rows), which at the end of a run no compare
@@ -277,6 +289,8 @@ def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary, ru
         rebuilt = [_rebuilt(store, connection, result[2], summary, run, params)
                    for _, result in done if result[2]]
         batch = _concatenated([result[0] for _, result in done] + rebuilt)
+        if claim_mode is not None:
+            store.claim_extraction_mode(claim_mode, connection)
         store.write(connection, batch)
     summary.write_seconds += time.perf_counter() - started - waited
     for future, (_, built, _) in done:

@@ -32,6 +32,10 @@ class StoreBusyError(StoreError):
     """Another process holds the store's lock for longer than we wait."""
 
 
+class StoreFullError(StoreError):
+    """The disk holding the store is full: the batch being written was rolled back."""
+
+
 class SpecMismatchError(StoreError):
     """The store's digests were made under another chunker spec, or by a newer schema."""
 
@@ -46,3 +50,8 @@ class RunError(CdcError):
 
 class RunNotFoundError(RunError):
     """The store has no run of that id or label."""
+
+
+class AnnotationError(CdcError):
+    """An annotation cannot be made as asked: an unknown label, a note or name out of bounds,
+    or an import file that cannot be read."""

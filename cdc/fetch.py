@@ -41,9 +41,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import BinaryIO
-from urllib.robotparser import RobotFileParser
 
 import httpx
+from protego import Protego
 
 from cdc import __version__
 from cdc.errors import InvalidUrlError, StoreNotFoundError
@@ -266,7 +266,7 @@ class _Fetcher:
         self.options = options
         self.client = client
         self.hosts: dict[str, _Host] = defaultdict(_Host)
-        self.robots: dict[str, RobotFileParser | None] = {}
+        self.robots: dict[str, Protego | None] = {}
         self.robots_locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     async def _paced(self, request: httpx.Request, robots: bool, limit: int) -> _Answer:
@@ -345,6 +345,9 @@ class _Fetcher:
 
         No robots.txt (4xx) allows everything; so, as asked of cdc, does one that cannot be
         fetched (network error, timeout, 5xx), which RFC 9309 would read as "disallow all".
+        The rules are read by protego (Scrapy's parser) as Google and Bing read them: `*` and
+        `$` wildcards, and the longest matching rule wins, an `Allow` over a shorter
+        `Disallow` (`urllib.robotparser` knows neither).
         """
         origin = f"{url.scheme}://{url.netloc.decode('ascii')}"
         if origin not in self.robots:
@@ -352,9 +355,9 @@ class _Fetcher:
                 if origin not in self.robots:
                     self.robots[origin] = await self._robots(origin)
         parser = self.robots[origin]
-        return parser is None or parser.can_fetch(self.options.user_agent, str(url))
+        return parser is None or parser.can_fetch(str(url), self.options.user_agent)
 
-    async def _robots(self, origin: str) -> RobotFileParser | None:
+    async def _robots(self, origin: str) -> Protego | None:
         request = self.client.build_request("GET", origin + "/robots.txt")
         try:
             for _ in range(5):  # RFC 9309: follow at least five redirects
@@ -366,9 +369,7 @@ class _Fetcher:
             return None
         if answer.status != 200 or answer.body is None:
             return None
-        parser = RobotFileParser(origin + "/robots.txt")
-        parser.parse(answer.body.decode("utf-8", "replace").splitlines())
-        return parser
+        return Protego.parse(answer.body.decode("utf-8", "replace"))
 
     async def fetch(self, index: int, url: str, validators: tuple[str | None, str | None]) -> _Result:
         options = self.options
@@ -473,7 +474,8 @@ class _Run:
         records = [SourceRecord(FETCH_SOURCE, result.index, record)
                    for result, record in pending if record is not None]
         if records:
-            self._count(Ingester(self.store, run_id=self.run_id).run(records))
+            self._count(Ingester(self.store, run_id=self.run_id,
+                                 extraction_mode=self.options.extract_mode).run(records))
         checked, validators = [], []
         for result, _ in pending:
             key = canonical_url(result.final_url)

@@ -451,8 +451,11 @@ class Ingester:
                  on_batch: Callable[[IngestSummary], None] | None = None,
                  workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None,
                  label: str | None = None, inputs: Sequence[str] = (), run_id: int | None = None,
-                 revisits: list[Revisit] | None = None):
+                 revisits: list[Revisit] | None = None, extraction_mode: str | None = None):
         self.store = store
+        # How the run's archive pages were made text (cdc.inputs.run_mode), claimed in the
+        # store with the first batch written: a run that fails before it claims nothing.
+        self._mode_to_claim = extraction_mode
         self.revisits = revisits  # filled by the inputs' readers (WARC revisits), marked at the end
         self.label = label  # the run's label (`cdc runs`), by default what it ingests
         self.inputs = list(inputs)
@@ -567,6 +570,9 @@ class Ingester:
                 self.summary.add(outcome)
             tables = outcome_tables(outcomes)
             with self.store.writing() as connection:
+                if self._mode_to_claim is not None:
+                    self.store.claim_extraction_mode(self._mode_to_claim, connection)
+                    self._mode_to_claim = None
                 self.store.write(connection, tables)
         if self.on_write:
             self.on_write(tables)

@@ -29,15 +29,15 @@ import sys
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from cdc.errors import InputError
 from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT
 from cdc.sources import GZIP_MAGIC, BadRecord, RawLine, display_name, one_line, open_file, raw_lines
 from cdc.warc import RawPage, Revisit, WarcSummary, iter_warc
 
-__all__ = ["ARC", "JSONL", "WARC", "WET", "CrawlInput", "Sniffed", "input_items", "open_crawl_input",
-           "open_crawl_inputs", "run_mode", "sniff"]
+__all__ = ["ARC", "JSONL", "WARC", "WET", "CrawlInput", "InputKind", "Sniffed", "input_items",
+           "open_crawl_input", "open_crawl_inputs", "run_mode", "sniff"]
 
 JSONL, WARC, WET, ARC = "jsonl", "warc", "wet", "arc"
 HEAD_BYTES = 32 << 10
@@ -85,6 +85,15 @@ class Sniffed:
     """What the file holds, in words: "a gzip-compressed WARC file", "a PNG image"."""
     hint: str = ""
     """For a file refused: what to do instead, if there is something to say."""
+
+
+class InputKind(NamedTuple):
+    """What one input file holds, all `run_mode` needs: a cluster's shard reports it from
+    the worker that read it, so the run's mode is chosen from every shard as from local files."""
+
+    name: str
+    format: str
+    looks_like: str
 
 
 def _gunzip_head(data: bytes, limit: int) -> bytes:
@@ -173,6 +182,10 @@ class CrawlInput:
     def is_archive(self) -> bool:
         return self.format != JSONL
 
+    @property
+    def kind(self) -> InputKind:
+        return InputKind(self.name, self.format, self.looks_like)
+
     def items(self, mode: str, revisits: list[Revisit],
               summary: WarcSummary) -> Iterator[RawPage | RawLine | BadRecord]:
         """The file's records, read once, closing the file at the end (not stdin): archive
@@ -191,7 +204,7 @@ class CrawlInput:
                 yield from raw_lines(gzip.GzipFile(fileobj=stream, mode="rb") if self.compressed else stream,
                                      self.name)
                 return
-            self._check_mode(mode)
+            _check_mode(self.kind, mode)
             if self.format == ARC:
                 from cdc.arc import iter_arc  # warcio loads only for ARC input
 
@@ -204,16 +217,6 @@ class CrawlInput:
                     yield item
         finally:
             self._close(stream)
-
-    def _check_mode(self, mode: str) -> None:
-        shown = display_name(self.name)
-        if self.format == WET and mode != GIVEN_TEXT:
-            raise InputError(f"{shown}: a WET file holds text Common Crawl extracted, taken as it is, "
-                             f"not HTML to extract with --extract {mode}: give --extract {GIVEN_TEXT} "
-                             "(without --extract, a run of WET files alone chooses it)")
-        if self.format != WET and mode not in EXTRACTION_MODES:
-            raise InputError(f"{shown}: {self.looks_like} holds HTML to extract, not WET text: give "
-                             f"--extract {' or '.join(EXTRACTION_MODES)}")
 
     def close(self) -> None:
         """Close the file without reading it (a run that stops before its turn)."""
@@ -285,11 +288,26 @@ def _allow_open_files(count: int) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
 
-def run_mode(inputs: Sequence[CrawlInput], requested: str | None) -> str | None:
+def _check_mode(kind: InputKind, mode: str | None) -> None:
+    shown = display_name(kind.name)
+    if kind.format == WET and mode != GIVEN_TEXT:
+        raise InputError(f"{shown}: a WET file holds text Common Crawl extracted, taken as it is, "
+                         f"not HTML to extract with --extract {mode}: give --extract {GIVEN_TEXT} "
+                         "(without --extract, a run of WET files alone chooses it)")
+    if kind.format != WET and mode not in EXTRACTION_MODES:
+        raise InputError(f"{shown}: {kind.looks_like} holds HTML to extract, not WET text: give "
+                         f"--extract {' or '.join(EXTRACTION_MODES)}")
+
+
+def run_mode(inputs: Sequence[CrawlInput | InputKind], requested: str | None) -> str | None:
     """How the run's archive pages become text (None when there are only JSON Lines):
     `requested` (`--extract`), else `GIVEN_TEXT` for WET files and `MAIN_CONTENT` for WARC
     and ARC. Raises InputError for WET files and HTML archives in one run, or a mode that
-    does not fit them."""
+    does not fit them.
+
+    The one place the mode is chosen: for a plain ingest from its opened files, for a
+    cluster's shard from its own file where it is read, and for the cluster's run from
+    every shard's `InputKind`, before anything is written."""
     wet = [item for item in inputs if item.format == WET]
     html = [item for item in inputs if item.format in (WARC, ARC)]
     if wet and html:
@@ -299,11 +317,11 @@ def run_mode(inputs: Sequence[CrawlInput], requested: str | None) -> str | None:
             "made one way, or every page would compare as changed; ingest them into two stores (--db PATH)")
     if wet:
         if requested not in (None, GIVEN_TEXT):
-            wet[0]._check_mode(requested)
+            _check_mode(wet[0], requested)
         return GIVEN_TEXT
     if html:
         if requested == GIVEN_TEXT:
-            html[0]._check_mode(requested)
+            _check_mode(html[0], requested)
         return requested or MAIN_CONTENT
     return requested
 

@@ -30,9 +30,8 @@ import xxhash
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many, chunks_from_lengths
 from cdc.collector import collector_paused
-from cdc.extract import MAIN_CONTENT
 from cdc.ingest import INPUT_SHIFT, IngestSummary, by_page, outcome_tables, plan_pages, triage
-from cdc.inputs import open_crawl_input
+from cdc.inputs import InputKind, open_crawl_input, run_mode
 from cdc.normalize import content_digest
 from cdc.sources import BadRecord, one_line
 from cdc.store import PageHistory, PageState, WriteBatch
@@ -68,6 +67,7 @@ class ShardReport:
     bad: list[BadRecord] = field(default_factory=list)
     revisits: list[Revisit] = field(default_factory=list)
     warc: WarcSummary | None = None  # when the shard is a WARC file
+    kind: InputKind | None = None  # what the file holds, once opened: the run's mode is chosen from these
     failure: str | None = None  # why reading stopped early, if it did
     rows: list[int] = field(default_factory=list)  # observations per bucket
     sizes: list[int] = field(default_factory=list)  # bytes of text per bucket, to share out work
@@ -84,9 +84,11 @@ class Observed:
 
 
 @collector_paused
-def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
+def observe_shard(index: int, name: str, buckets: int, mode: str | None = None,
                   params: ChunkParams = DEFAULT_PARAMS) -> tuple[ShardReport, Observed]:
-    """Read shard `index` (the file `name`) into observations, in `buckets` buckets.
+    """Read shard `index` (the file `name`) into observations, in `buckets` buckets, its
+    pages made text with `mode` (`--extract`), or when None with the mode its file calls for
+    (`cdc.inputs.run_mode`, as a plain ingest chooses it).
 
     Never raises for the shard's own problems: a file that cannot be read, or that fails
     part-way, comes back as `failure` with the observations made before it, so one bad
@@ -97,8 +99,14 @@ def observe_shard(index: int, name: str, buckets: int, mode: str = MAIN_CONTENT,
     waiting: list[tuple] = []
     try:
         crawl_input = open_crawl_input(name)
+        report.kind = crawl_input.kind
         report.warc = WarcSummary() if crawl_input.is_archive else None
-        items = crawl_input.items(mode, report.revisits, report.warc or WarcSummary())
+        try:
+            shard_mode = run_mode([crawl_input], mode)
+        except Exception:
+            crawl_input.close()
+            raise
+        items = crawl_input.items(shard_mode, report.revisits, report.warc or WarcSummary())
         for item in items:
             if isinstance(item, BadRecord):
                 report.bad.append(item)

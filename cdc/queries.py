@@ -39,6 +39,13 @@ def _current_at(page: PageInfo, numbers: list[int], number: int) -> int:
     return current[-1]
 
 
+def generation_at(store: Store, page: PageInfo, number: int) -> int:
+    """The generation of a page a number names, as `cdc compare --to` resolves it: the one it
+    is, else the one current at that time; a `PageNotFoundError` listing them when the number
+    is before the first."""
+    return _current_at(page, [g.generation for g in store.generations(page.natural_key)], number)
+
+
 def _listed(numbers: list[int]) -> str:
     return ", ".join(map(str, numbers)) if len(numbers) <= 4 else f"{numbers[0]} to {numbers[-1]}"
 

@@ -40,6 +40,7 @@ class TestServer:
         self.log: list[tuple[str, float, dict[str, str]]] = []
         self.counts: dict[str, int] = {}
         self.version = 1  # of /page, bumped by tests
+        self.robots = ROBOTS  # the robots.txt served, replaced by tests
         self.flaky_failures = flaky_failures
         self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.owner = self  # type: ignore[attr-defined]
@@ -92,7 +93,7 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         count = server.hit(path, dict(self.headers.items()))
         if path == "/robots.txt":
-            self.send(200, ROBOTS, "text/plain")
+            self.send(200, server.robots, "text/plain")
         elif path == "/changing":  # new content on every request
             self.send(200, html("Changing", f"This page has been served {count} times so far.").encode())
         elif path == "/page" or path.startswith("/many/"):  # validators and 304

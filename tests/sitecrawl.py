@@ -7,8 +7,10 @@ the files the way sites change and crawls again, into a second WARC:
 
 - a banner paragraph (`BANNER`, about 240 bytes) at the top of every page's main content;
 - about one page in seven (chosen by `seed`) gets one real edit: a paragraph inserted, a
-  paragraph deleted, a paragraph moved from the top of the main content to its bottom, or
-  a number changed in a paragraph.
+  paragraph deleted, a paragraph moved from the top of the main content to its bottom (just
+  before its last paragraph, so that the moved block and the blocks around it read as they
+  did: the page's own change is the move alone, beside the banner), or a number changed in a
+  paragraph.
 
 The `Manifest` is the ground truth: for every URL the edit made, the plain text of the
 paragraph concerned (as it reads, whitespace folded), the old and new number, and whether
@@ -53,7 +55,7 @@ TAG = re.compile(r"<[^>]*>")
 NUMBER_WORD = re.compile(r"(?<![\w.,:/#&-])\d{1,4}(?![\w:/;-]|[.,]\d)")
 WARC_DATE = re.compile(rb"^WARC-Date: (\S+)\r$", re.M)
 WGET_OK = (0, 8)  # 8: some answers were errors (robots.txt is not there)
-BUILDER = 2  # the version of the edits made: bump when what `edit_site` does changes
+BUILDER = 3  # the version of the edits made: bump when what `edit_site` does changes
 START_PAGE = "sitemap.html"  # written beside the pages: the crawl starts there
 
 
@@ -221,10 +223,11 @@ def apply_edit(page: str, kind: str, at: Paragraph, rng: random.Random) -> tuple
         return f"{page[:at.end]}\n<p>{html.escape(text)}</p>{page[at.end:]}", {"paragraph": text}
     if kind == DELETE:
         return page[:at.start] + page[at.end:], {"paragraph": at.text}
-    if kind == MOVE:
+    if kind == MOVE:  # to before the last paragraph: after it, it would end the text without
+        # the line end it had, and the last block would gain one (two more changed blocks)
         last = main_paragraphs(page)[-1]
         moved = page[at.start:at.end]
-        return (page[:at.start] + page[at.end:last.end] + "\n" + moved + page[last.end:],
+        return (page[:at.start] + page[at.end:last.start] + moved + "\n" + page[last.start:],
                 {"paragraph": at.text})
     if kind == NUMBER:
         start, end = _number_in(at)
@@ -272,10 +275,12 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 class SiteServer:
-    """A directory served by `http.server` on a free loopback port, in a background thread."""
+    """A directory served by `http.server` on a free loopback port (or on `port`: a later crawl
+    of a site at the URLs of an earlier one), in a background thread."""
 
-    def __init__(self, root: Path) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=root))
+    def __init__(self, root: Path, port: int = 0) -> None:
+        handler = functools.partial(_QuietHandler, directory=root)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -11,6 +11,10 @@ Shared by `tests/test_sitecrawl.py` (which asserts the targets) and
 - `template_only_unchanged`: banner-only pages that compare `unchanged` with boilerplate left out.
 - `template_only_flagged`: banner-only pages whose stored change row is `template_only`
   (what `cdc history`, `cdc export` and the dashboard show).
+- `edited_flagged`: pages with a real edit (a move included) beside the banner whose change
+  row is `template_only` (none should be: the edit is the page's own change).
+- `template_only_ranked_last`: template-only changes listed after every change of a page's
+  own (the Overview's biggest changes).
 - `moves_found`: moved paragraphs covered by an `Edit` of kind "move".
 - `insert_ratios`: changed-region bytes over truly changed bytes (the inserted paragraph
   and the banner) on pages with one inserted paragraph.
@@ -194,6 +198,23 @@ def template_only_flagged(site: SiteStore) -> Share:
     pages = site.manifest.template_only()
     flagged = sum(all(flags.get(canonical_url(page.url), [])) for page in pages)
     return Share(flagged, len(pages))
+
+
+def edited_flagged(site: SiteStore, kind: str | None = None) -> Share:
+    """Pages with a real edit (of `kind`, if given) whose latest change row is template-only."""
+    flags = {row.natural_key: bool(row.template_only) for row in site.store.changes(host=site.host)
+             if row.previous_generation}
+    pages = site.manifest.edits(kind)
+    return Share(sum(flags.get(canonical_url(page.url), False) for page in pages), len(pages))
+
+
+def template_only_ranked_last(site: SiteStore) -> Share:
+    """Template-only changes among the host's biggest changes (each page's latest, as the
+    Overview lists them) that come after the last change of a page's own."""
+    order = [bool(row.template_only) for row in site.store.biggest_changes(limit=100_000)
+             if row.host == site.host]
+    last_own = max((at for at, template in enumerate(order) if not template), default=-1)
+    return Share(sum(order[last_own + 1:]), sum(order))
 
 
 def visible(page: PageEdit, old: bytes, new: bytes) -> Spans:

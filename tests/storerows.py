@@ -125,9 +125,24 @@ SCHEMA_2_ROWS = [
 ]
 
 
+def as_schema_4(path: Path) -> None:
+    """Rewrite a store in the layout of schema 4: no SURT keys, as the cdc of stored
+    templates made it."""
+    with duckdb.connect(str(path)) as connection:
+        indexes = connection.execute("SELECT sql FROM duckdb_indexes() WHERE table_name = 'pages'").fetchall()
+        for (statement,) in indexes:  # DuckDB drops no column of a table under an index
+            connection.execute(f"DROP INDEX {statement.split()[2]}")
+        connection.execute("ALTER TABLE pages DROP COLUMN surt")
+        for (statement,) in indexes:
+            connection.execute(statement)
+        connection.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        connection.execute("CHECKPOINT")
+
+
 def as_schema_3(path: Path) -> None:
     """Rewrite a store in the layout of schema 3: no stored templates or template-only flags,
     as the cdc of crawl runs made it."""
+    as_schema_4(path)
     with duckdb.connect(str(path)) as connection:
         indexes = connection.execute(
             "SELECT sql FROM duckdb_indexes() WHERE table_name = 'changes'").fetchall()

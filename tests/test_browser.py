@@ -333,3 +333,37 @@ def test_the_site_view_leads_to_a_template_change_s_pages_and_on_to_compare(serv
                                     timeout=60_000)
         picker = compare.get_by_role("combobox", name="To generation")
         expect(picker).to_have_value(str(newer), timeout=60_000)
+
+
+def test_compare_marks_the_change_beside_the_verdict_and_shows_the_note_as_text(server, tmp_path):
+    """The control beside the verdict sets the change's label, note and name in the store (a
+    write by `cdc annotate` in a process of its own), and the note, untrusted, comes back as
+    literal text: no element made of its markup, no link of its Markdown."""
+    base, store = server
+    change = price_change(store)
+    link = compare_link(base, change.natural_key, change.previous_generation, change.generation)
+    note = '<img src=x onerror="document.title=\'owned\'"> [a link](http://evil.example) **loud** =1+1'
+    wanted = os.environ.get("CDC_SCREENSHOT")
+    shot = Path(wanted).with_name("compare-annotate.png") if wanted else tmp_path / "compare-annotate.png"
+    with compare_page(link, 1000) as page:
+        page.get_by_text("Not judged yet.").wait_for(timeout=60_000)
+        page.get_by_role("button", name="Judge this change").click()
+        form = page.locator("[data-testid=stPopoverBody]")
+        form.get_by_text(f"The change that made generation {change.generation} against generation "
+                         f"{change.previous_generation}").wait_for(timeout=30_000)
+        form.get_by_role("radio", name="significant").click()
+        form.get_by_label("Note").fill(note)
+        form.get_by_label("Your name").fill("Ann Analyst")
+        page.screenshot(path=str(shot))
+        form.get_by_role("button", name="Save").click()
+        page.get_by_role("button", name="Significant").wait_for(timeout=90_000)
+        said = page.get_by_text("by Ann Analyst")
+        said.wait_for(timeout=60_000)
+        assert note in said.inner_text()  # every character as typed, as text
+        assert page.locator("img[src=x]").count() == 0
+        assert page.locator("a[href*='evil.example']").count() == 0
+        assert page.title() != "owned"
+    saved = store.annotation(change.natural_key, change.generation)
+    assert (saved.generation, saved.label, saved.note, saved.annotated_by) == (
+        change.generation, "significant", note, "Ann Analyst")
+    assert shot.stat().st_size > 10_000

@@ -118,6 +118,10 @@ def test_export_writes_rfc4180_csv_equal_to_the_library_function(capsys, crawl_f
     rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
     assert len(rows) == 6 and {r["host"] for r in rows} == {"shop0.example"}
     assert {r["verdict"] for r in rows} == {"minor"}
+    # Each page's SURT beside its URL, as a CDX index keys it: a join to a crawl's index.
+    surts = {r["url"]: r["surt"] for r in rows}
+    assert surts["https://shop0.example/item/0"] == "example,shop0)/item/0"
+    assert list(rows[0])[:3] == ["url", "surt", "host"]
 
 
 def test_export_filters_by_time_and_minimum_change(capsys, crawl_file, db):
@@ -146,7 +150,7 @@ def test_a_formula_in_page_text_is_neutralised_in_the_export(capsys, tmp_path, d
     code, out, _ = run(capsys, "--db", db, "export")
     assert code == EXIT_OK
     rows = list(csv.reader(io.StringIO(out, newline="")))
-    excerpts = [row[-1] for row in rows[1:]]
+    excerpts = [row[rows[0].index("excerpt")] for row in rows[1:]]
     assert any(e.startswith("'+ =HYPERLINK") or e.startswith("'=HYPERLINK") for e in excerpts), excerpts
     assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows[1:] for cell in row)
 

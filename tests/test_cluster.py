@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+from datetime import timedelta
 
 import duckdb
 import pytest
@@ -20,9 +21,9 @@ from cdc.inputs import input_items
 from cdc.observations import ShardReport
 from cdc.store import Store
 from cdc.warc import WarcSummary
-from tests import crawlgen
+from tests import archives, crawlgen
+from tests.storerows import assert_same_rows, without_runs
 from tests.storerows import store_rows as rows
-from tests.storerows import without_runs
 
 distributed = pytest.importorskip("distributed")
 
@@ -301,3 +302,58 @@ def test_a_cluster_ingest_reaching_back_into_stored_histories_writes_the_single_
     summary = cluster_ingest(client, [str(shard) for shard in shards], store)
     assert summary.ingest.older == 2 and not summary.failed
     assert without_runs(rows(store.path)) == without_runs(expected)
+
+
+def wet_shards(tmp_path) -> list[str]:
+    """Two WET files of one crawl: three versions of six pages (a sentence a line, as Common
+    Crawl writes its text), each page's versions spread over both files."""
+    pages = []
+    for number in range(6):
+        for version, body in enumerate(crawlgen.page_versions(300 + number, 3)):
+            fetched = (crawlgen.START + timedelta(days=version)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            pages.append((f"https://cc.example/item/{number}", fetched, body.replace(". ", ".\n")))
+    files = []
+    for half in range(2):
+        path = tmp_path / f"CC-MAIN-test-{half}.warc.wet.gz"
+        path.write_bytes(archives.wet_file(pages[half::2], filename=path.name))
+        files.append(str(path))
+    return files
+
+
+def test_wet_files_through_workers_give_the_plain_ingest_store(tmp_path, capsys):
+    """`--workers 1` on WET files chooses their mode as a plain ingest does (it failed every
+    shard with "give --extract wet")."""
+    files = wet_shards(tmp_path)
+    single, cluster = tmp_path / "single.duckdb", tmp_path / "cluster.duckdb"
+    assert main(["--db", str(single), "ingest", "--processes", "1", "--quiet", *files]) == EXIT_OK
+    assert main(["--db", str(cluster), "ingest", "--workers", "1", "--quiet", *files]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "shard failed" not in out and "WET records 20: 18 text pages" in out
+    assert_same_rows(cluster, single)  # the meta table too: the mode is "wet" in both
+    assert Store(cluster).meta()["extraction"] == "wet"
+    assert len(rows(cluster)["generations"]) == 18
+
+
+def cut_wet(tmp_path) -> str:
+    """A WET file cut inside its first conversion record: a WET file with no page to read."""
+    record = archives.warc_record("conversion", "https://cc.example/cut", "2026-01-01T00:00:00Z",
+                                  "text/plain", b"Cut short.\n" * 200)
+    path = tmp_path / "cut.warc.wet"
+    path.write_bytes(archives.warcinfo(path.name) + record[:len(record) // 2])
+    return str(path)
+
+
+def test_a_run_that_fails_claims_no_extraction_mode(client, tmp_path, capsys):
+    """Runs that store no page leave the store's mode unset, so the WET files can still go in."""
+    files, db = wet_shards(tmp_path), tmp_path / "s.duckdb"
+    cluster = ["--db", str(db), "ingest", "--dask", client.scheduler.address, "--quiet"]
+    code = main([*cluster, "--extract", "whole", *files])  # refused for the run, as a plain ingest is
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILURE and "give --extract wet" in err
+    for command in (cluster, ["--db", str(db), "ingest", "--quiet"]):
+        code = main([*command, cut_wet(tmp_path)])
+        out = capsys.readouterr().out
+        assert code == EXIT_SKIPPED and "truncated" in out
+        assert "extraction" not in Store(db).meta()
+    assert main([*cluster[:3], "--quiet", *files]) == EXIT_OK
+    assert Store(db).meta()["extraction"] == "wet" and len(rows(db)["generations"]) == 18

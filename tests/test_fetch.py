@@ -133,6 +133,21 @@ def test_robots_txt_is_honoured_and_can_be_ignored(server, store):
     assert fetch_all([private], store, ignoring).fetched == 1
 
 
+def test_robots_txt_wildcards_and_longest_match_allow(server, store):
+    """`*` and `$` wildcards and an `Allow` longer than the `Disallow` it overrides, as Google
+    reads them: `urllib.robotparser` fetched the PDF and refused /private/public."""
+    server.robots = (b"User-agent: *\nDisallow: /*.pdf$\nDisallow: /private/\n"
+                     b"Allow: /private/public\n")
+    paths = ["/doc.pdf", "/doc.pdf?inline=1", "/private/x", "/private/public", "/private/public/page"]
+    summary = fetch_all([server.url(path) for path in paths], store, FAST)
+    refused = {failure.url for failure in summary.failures if "robots.txt" in failure.reason}
+    assert refused == {canonical_url(server.url(path)) for path in ("/doc.pdf", "/private/x")}
+    assert server.requests_to("/private/x") == []
+    assert len(server.requests_to("/doc.pdf")) == 1  # the one with a query: `$` ends the path
+    assert len(server.requests_to("/private/public")) == len(server.requests_to("/private/public/page")) == 1
+    assert summary.fetched == 2 and summary.skipped_non_html == 1
+
+
 def test_politeness_delay_between_requests_to_one_host(server, store):
     delay = 0.3
     urls = [server.url(f"/many/{n}") for n in range(4)] + [server.url("/final", host="localhost")]

@@ -234,11 +234,13 @@ def test_wet_and_extracted_html_never_share_a_store(tmp_path, capsys):
     assert Store(str(html_store)).meta()["extraction"] == "main"
 
 
-def test_a_wet_shard_on_a_cluster_needs_its_mode(tmp_path):
-    report, _ = observe_shard(0, str(write_wet(tmp_path)), buckets=4)
+def test_a_wet_shard_on_a_cluster_chooses_its_mode_as_a_plain_ingest_does(tmp_path):
+    for mode in (None, "wet"):
+        report, observed = observe_shard(0, str(write_wet(tmp_path)), buckets=4, mode=mode)
+        assert report.failure is None and report.records == 2 and observed.table.num_rows == 2
+        assert report.kind.format == WET
+    report, _ = observe_shard(0, str(write_wet(tmp_path)), buckets=4, mode="whole")
     assert report.records == 0 and "give --extract wet" in report.failure
-    report, observed = observe_shard(0, str(write_wet(tmp_path)), buckets=4, mode="wet")
-    assert report.failure is None and report.records == 2 and observed.table.num_rows == 2
 
 
 # --- anything else: one clear error ----------------------------------------------------------

@@ -17,12 +17,14 @@ from cdc.errors import PageNotFoundError
 from cdc.ingest import Ingester
 from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
-from cdc.store import SCHEMA_VERSION, RetentionPolicy, Store, schema
+from cdc.store import SCHEMA_VERSION, TABLES, RetentionPolicy, Store, schema
+from cdc.urls import surt_key
 from tests import crawlgen
 from tests.storerows import (
     as_schema_1,
     as_schema_2,
     as_schema_3,
+    as_schema_4,
     consistency_problems,
     layout,
     store_rows,
@@ -124,6 +126,26 @@ def test_a_store_of_schema_3_gets_its_templates_and_flags_counted_when_first_ope
         upgraded = connection.execute("SELECT * FROM host_templates ORDER BY ALL").fetchall()
     with duckdb.connect(str(new.path), read_only=True) as connection:
         assert upgraded == connection.execute("SELECT * FROM host_templates ORDER BY ALL").fetchall() != []
+
+
+def test_a_store_of_schema_4_gets_each_pages_surt_when_first_opened(tmp_path, crawl):
+    """Ingest gives a new page its SURT (cdc.urls.surt_key, as CDX indexes key captures);
+    the upgrade gives every page of an older store the same, and the store reads as one made now."""
+    new = Store(tmp_path / "new.duckdb")
+    _ingest(new, crawl[0])
+    old = Store(shutil.copy(new.path, tmp_path / "old.duckdb"))
+    as_schema_4(old.path)
+    assert layout(old.path)[0] == "4"
+    assert old.page("https://shop1.example/item/2").surt == "example,shop1)/item/2"  # upgraded on reading
+    assert layout(old.path)[0] == str(SCHEMA_VERSION)
+    assert store_rows(old.path, ("meta", *TABLES)) == store_rows(new.path, ("meta", *TABLES))
+    with duckdb.connect(str(new.path), read_only=True) as connection:
+        surts = dict(connection.execute("SELECT natural_key, surt FROM pages").fetchall())
+    assert len(surts) == 8 and surts == {key: surt_key(key) for key in surts}
+    for store in (old, new):  # the next crawl, pages stored before keep theirs
+        _ingest(store, crawl[1] + [crawlgen.record("https://www.Shop2.example/A/b?z=1&a=2", 9, "New.")])
+    assert store_rows(old.path, ("meta", *TABLES)) == store_rows(new.path, ("meta", *TABLES))
+    assert new.page("https://www.shop2.example/A/b?a=2&z=1").surt == "example,shop2)/a/b?a=2&z=1"
 
 
 def test_an_upgrade_stopped_midway_leaves_the_store_as_it_was(tmp_path, crawl, monkeypatch):

@@ -129,8 +129,14 @@ def test_site_diff_counts_pages_new_gone_changed_by_verdict_and_unchanged(two_cr
     by_key = {p.natural_key: p for p in diff.pages}
     assert set(by_key) == {SHOP.format(n) for n in (2, 3, 4, 5, 6, 7)} | {NEWS}
     assert [p.natural_key for p in diff.pages[:2]] == [SHOP.format(4), SHOP.format(3)]  # largest first
-    shares = [p.share_changed for p in diff.pages]
-    assert shares == sorted(shares, reverse=True)
+    # The pages' own changes largest first, then the template-only ones (labelled so), whatever
+    # share of a page the template is.
+    own = [p for p in diff.pages if not p.template_only]
+    assert diff.pages == own + [p for p in diff.pages if p.template_only]
+    for part in (diff.pages[:len(own)], diff.pages[len(own):]):
+        shares = [p.share_changed for p in part]
+        assert shares == sorted(shares, reverse=True)
+    assert [p.shown_verdict for p in diff.pages] == [p.verdict for p in own] + ["template_only"] * 3
     assert {by_key[SHOP.format(n)].template_only for n in (5, 6, 7)} == {True}
     assert by_key[SHOP.format(2)].template_only is False and by_key[SHOP.format(2)].verdict == "minor"
     assert "EDITED" in by_key[SHOP.format(2)].excerpt
@@ -194,7 +200,7 @@ def test_site_diff_prints_a_summary(two_crawls, capsys):
                        "not seen again": 1}
     assert lines[10] == "template changes (one edit on many pages):"
     assert lines[11].startswith("  shop.example  3 pages  + Spring sale")
-    assert lines[12] == "changed pages 1-3 of 7, largest change first:"
+    assert lines[12] == "changed pages 1-3 of 7, largest change first, template-only ones last:"
     assert lines[14].split()[0] == "different_page" and SHOP.format(4) in lines[14]
     assert lines[-1] == "  ... and 4 more (--offset 3 --limit N)"
 
@@ -210,6 +216,7 @@ def test_site_diff_json(two_crawls, capsys):
     assert result["verdicts"] == {"minor": 1} and result["template_only"] == 0
     (changed,) = result["pages"]
     assert (changed["natural_key"], changed["verdict"], changed["template_only"]) == (NEWS, "minor", False)
+    assert changed["shown_verdict"] == "minor"
     assert "CORRECTED" in changed["excerpt"] and 0 < changed["share_changed"] < 0.2
     assert result["run_a"]["started_at"].endswith("Z") and result["run_a"]["status"] == "finished"
 

@@ -9,6 +9,7 @@ string; page text stays in table cells (text) and option labels.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from datetime import date
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from cdc.annotations import annotate
 from cdc.cli import EXIT_OK, main
 from cdc.store import Store
 from cdc.urls import canonical_url
@@ -120,6 +122,45 @@ def test_with_two_runs_it_is_the_landing_page_at_the_latest_two(demo_path, monke
     app.switch_page("views/overview.py")
     rerun(app)
     assert metrics(app)["Pages"] == f"{store.stats()['pages']:,}"
+
+
+def test_the_label_filter_lists_the_pages_whose_change_an_analyst_marked(demo_path, monkeypatch, tmp_path):
+    path = tmp_path / "demo.duckdb"  # a copy: the annotations are this test's alone
+    shutil.copy(demo_path, path)
+    store = Store(path)
+    newest, previous = (run.run for run in store.runs()[:2])
+    diff = store.site_diff(previous, newest, limit=PAGE_SIZE)
+    significant, noise = diff.pages[3], diff.pages[7]
+    annotate(store, significant.natural_key, significant.generation_b, "significant", "=the price", "ann")
+    annotate(store, noise.natural_key, noise.generation_b, "noise", None, "ann")
+    app = app_on(path, monkeypatch, label="significant")
+    assert app.multiselect(key="site-labels").value == ["significant"]
+    assert list(pages_table(app)["page"]) == [significant.natural_key]
+    assert list(pages_table(app)["label"]) == ["significant"]
+    assert metrics(app) == expected_metrics(diff)  # the counts stay the whole diff's
+    app.multiselect(key="site-labels").set_value(["significant", "noise"])
+    rerun(app)
+    assert query(app)["label"] == "significant,noise"
+    assert set(pages_table(app)["page"]) == {significant.natural_key, noise.natural_key}
+    app.multiselect(key="site-labels").set_value(["unsure"])
+    rerun(app)
+    assert all("open" not in frame.value.columns for frame in app.dataframe)  # no page listed
+    assert any("annotated unsure" in caption.value for caption in app.caption)
+    app.multiselect(key="site-labels").set_value([])
+    rerun(app)
+    assert "label" not in query(app)
+    table = pages_table(app)
+    assert list(table["page"]) == [page.natural_key for page in diff.pages]
+    assert dict(zip(table["page"], table["label"]))[significant.natural_key] == "significant"
+    # The Export view filters by label too, its preview carrying the note.
+    app.switch_page("views/export.py")
+    rerun(app)
+    app.multiselect(key="export-labels").set_value(["significant"])
+    rerun(app)
+    assert "1 changes match" in [caption.value for caption in app.caption]
+    [preview] = [frame.value for frame in app.dataframe]
+    assert (list(preview["url"]), list(preview["label"]), list(preview["note"])) == (
+        [significant.natural_key], ["significant"], ["=the price"])
 
 
 def test_runs_and_a_host_from_the_query_string_and_back(demo_path, monkeypatch):

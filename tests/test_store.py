@@ -12,6 +12,7 @@ import pytest
 import xxhash
 
 from cdc import SPEC
+from cdc.annotations import annotate
 from cdc.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.ingest import Ingester
 from cdc.queries import PageNotFoundError, compare_generations, find_page
@@ -219,12 +220,19 @@ def test_erasure_removes_the_page_from_every_table_and_from_the_file(store):
     body = f"{textgen.text(77, 3_000).decode()} {secret}. {textgen.text(78, 3_000).decode()}"
     records.append(crawlgen.record("https://shop0.example/private", 0, body))
     ingest(store, records)
+    # An analyst's note on the page's change is erased with it, byte for byte too.
+    note = "Called Jane Example at home about her address on this page"
+    annotate(store, "https://shop0.example/private", crawlgen.generation(0), "significant", note, "ann")
+    annotate(store, "https://shop0.example/item/0", crawlgen.generation(1), "noise", "another page's", "ann")
     assert secret.encode() in store.path.read_bytes(), "the test must see the text before erasure"
+    assert note.encode() in store.path.read_bytes(), "the test must see the note before erasure"
     removed = store.erase("https://shop0.example/private")
     assert removed > 0
     assert secret.encode() not in store.path.read_bytes()
-    for table in ("pages", "generations", "content_chunks", "changes"):
+    assert note.encode() not in store.path.read_bytes()
+    for table in ("pages", "generations", "content_chunks", "changes", "annotations"):
         assert all(row[0] != "https://shop0.example/private" for row in table_rows(store, table))
+    assert [row.natural_key for row in store.annotations()] == ["https://shop0.example/item/0"]
     assert store.stats()["pages"] == 3
     with pytest.raises(PageNotFoundError):
         find_page(store, "https://shop0.example/private")

@@ -25,6 +25,8 @@ def test_it_is_a_consistent_store_of_this_schema(synthetic):
     assert Store(synthetic.path).meta()["schema_version"] == str(SCHEMA_VERSION)
     assert not any(consistency_problems(synthetic.path).values()), consistency_problems(synthetic.path)
     assert synthetic.generations == PAGES * CRAWLS
+    page = Store(synthetic.path).page(Store(synthetic.path).page_keys()[0])
+    assert page.surt and page.surt.endswith(")/" + page.natural_key.split("/", 3)[3].lower())
 
 
 def test_generations_are_numbered_by_capture_time_and_first_seen_by_their_crawl(synthetic):

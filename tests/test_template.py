@@ -22,7 +22,7 @@ from cdc.queries import compare_generations
 from cdc.sources import SourceRecord
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store
 from cdc.store.templates import unflagged_pages
-from tests import crawlgen
+from tests import crawlgen, textgen
 from tests.test_dashboard import open_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,9 +106,15 @@ def recounted_flags(path: Path) -> tuple[dict[tuple[str, int], bool | None], set
     with duckdb.connect(str(path), read_only=True) as connection:
         hosts = dict(connection.execute("SELECT natural_key, host FROM pages").fetchall())
         chunks: dict[tuple[str, int], list[bytes]] = defaultdict(list)
-        for key, generation, digest in connection.execute(
-                "SELECT natural_key, generation, digest FROM content_chunks ORDER BY ALL").fetchall():
+        pieces: dict[tuple[str, int], list[tuple[bytes, bytes]]] = defaultdict(list)  # digest, its text
+        texts = {(key, generation): text.encode() for key, generation, text in connection.execute(
+            "SELECT natural_key, generation, text FROM generations WHERE text IS NOT NULL").fetchall()}
+        for key, generation, digest, length in connection.execute(
+                "SELECT natural_key, generation, digest, length FROM content_chunks "
+                "ORDER BY natural_key, generation, chunk_index").fetchall():
             chunks[key, generation].append(digest)
+            at = sum(len(text) for _, text in pieces[key, generation])
+            pieces[key, generation].append((digest, texts.get((key, generation), b"")[at:at + length]))
         rows = connection.execute(
             "SELECT natural_key, generation, previous_generation FROM changes").fetchall()
     holders: dict[tuple[str, bytes], set[str]] = defaultdict(set)
@@ -120,9 +126,18 @@ def recounted_flags(path: Path) -> tuple[dict[tuple[str, int], bool | None], set
                 if len(keys) >= BOILERPLATE_MIN_PAGES and len(keys) > BOILERPLATE_SHARE * pages[host]}
     flags = {}
     for key, generation, previous in rows:
-        new, old = Counter(chunks.get((key, generation), [])), Counter(chunks.get((key, previous), []))
+        new_list, old_list = chunks.get((key, generation), []), chunks.get((key, previous), [])
+        new, old = Counter(new_list), Counter(old_list)
         changed = set((new - old) + (old - new))
-        template_only = bool(changed) and all((hosts[key], digest) in template for digest in changed)
+        own_blocks = [[d for d in side if (hosts[key], d) not in template] for side in (new_list, old_list)]
+        template_only = (bool(changed) and all((hosts[key], digest) in template for digest in changed)
+                         and own_blocks[0] == own_blocks[1])  # none of the page's own blocks moved
+        own_delta = sorted(new[d] - old[d] for d in changed if (hosts[key], d) not in template)
+        if not template_only and own_delta == [-1, 1] and len(changed) > 2:
+            # One block of its own lost and one gained beside a template change: the same words?
+            words = [b"".join(text for digest, text in pieces[key, g] if (hosts[key], digest) not in template)
+                     .split() for g in (generation, previous)]
+            template_only = words[0] == words[1]
         flags[key, generation] = None if not new or not old else template_only
     return flags, template
 
@@ -191,3 +206,25 @@ def test_the_rows_a_killed_run_left_unflagged_are_flagged_by_the_next_run_once(s
                   if row.natural_key != other["url"]) == sorted(flagged)
     with store.reading() as connection:  # nothing left for a later run's end to count again
         assert unflagged_pages(connection) == []
+
+
+def test_a_moved_paragraph_with_a_template_change_is_the_pages_own_change(tmp_path):
+    """Every page gets the new navigation; on one, a paragraph of its own also moves down. A
+    move changes no chunk's count, only the order: the page is not template-only."""
+    paragraphs = [textgen.text(500 + n, 700).decode() for n in range(4)]
+
+    def record(n: int, day: int, navigation: str, order: list[int]) -> dict:
+        sections = [{"heading": "nav", "text": navigation},
+                    *({"heading": "main", "text": f"Item {n}. {paragraphs[at]}"} if at == 0 else
+                      {"heading": "main", "text": paragraphs[at] + f" (item {n})"} for at in order),
+                    {"heading": "footer", "text": crawlgen.FOOTER}]
+        return {**crawlgen.record(f"{HOST}/item/{n}", day, ""), "sections": sections}
+
+    sale, kept, moved = _template_change(crawlgen.NAVIGATION), [0, 1, 2, 3], [0, 2, 3, 1]
+    records = [record(n, 0, crawlgen.NAVIGATION, kept) for n in range(PAGES)]
+    records += [record(n, 1, sale, moved if n == 3 else kept) for n in range(PAGES)]
+    store = Store(tmp_path / "cdc.duckdb")
+    Ingester(store).run(SourceRecord("crawl", number, record) for number, record in enumerate(records, 1))
+    flags = {n: store.history(_key(store, n))[-1].template_only for n in range(PAGES)}
+    assert flags == {n: n != 3 for n in range(PAGES)}
+    assert assert_flags_are_recounted(store)[_key(store, 3), crawlgen.generation(1)] is False

@@ -8,6 +8,7 @@ the same view; a click on a point of the trend picks that generation.
 import streamlit as st
 
 import ui
+import ui_annotate
 from cdc.errors import CdcError
 from cdc.figures import alignment_figure, compare_trend_figure
 from cdc.highlight import changes_list, side_by_side_html
@@ -57,13 +58,18 @@ except CdcError as exc:
     ui.fail(str(exc))
 report = result.report
 
-figures = st.columns(5)
-figures[0].metric("Verdict", report.verdict.replace("_", " "))
-figures[1].metric("Unchanged (new text)", f"{report.unchanged_ratio:.1%}")
-figures[2].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
-figures[3].metric("Bytes added", f"{report.bytes_added:,}")
-figures[4].metric("Bytes removed", f"{report.bytes_removed:,}")
+verdict, annotating, *figures = st.columns([1.2, 1.3, 1, 1, 1, 1])
+verdict.metric("Verdict", report.verdict.replace("_", " "))
+figures[0].metric("Unchanged (new text)", f"{report.unchanged_ratio:.1%}")
+figures[1].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
+figures[2].metric("Bytes added", f"{report.bytes_added:,}")
+figures[3].metric("Bytes removed", f"{report.bytes_removed:,}")
 stored = next((row for row in store.history(url) if row.generation == new), None)
+# Beside the verdict, the analyst's judgement of the change that made `new`: its stored row's.
+annotating.caption("Your judgement")
+annotation = ui_annotate.annotation_control(annotating, store, url, new,
+                                            stored.previous_generation if stored else None)
+st.html(ui_annotate.describe(annotation))  # the note escaped: text, never markup
 # The stored change row is this comparison's when it was measured from `old`.
 if stored is not None and stored.previous_generation == old and stored.template_only:
     st.info("A template change: every changed chunk is part of the host's template (its "

@@ -23,7 +23,8 @@ with left:
     counts = store.verdict_counts()
     st.plotly_chart(verdict_figure(counts), key="verdicts")
     st.caption(f"First sightings, counted apart (a page seen for the first time is not a change): "
-               f"**{first_sightings(counts):,}**.")
+               f"**{first_sightings(counts):,}**. A change of the host's template alone counts as "
+               "*template_only*, whatever its verdict.")
 with right:
     # The bin fits the time the crawls cover: hours for a day, days for a month, weeks for a year.
     span = store.time_span()
@@ -35,14 +36,15 @@ with right:
     st.plotly_chart(heatmap, key="heatmap")
 
 st.subheader("Biggest changes")
-st.caption("Each page's latest change, largest share changed first. Open one to see what changed.")
+st.caption("Each page's latest change, largest share changed first, the template-only changes (only "
+           "the host's template changed) after the pages' own. Open one to see what changed.")
 rows = store.biggest_changes(limit=25)
 st.dataframe(
     [{
         "page": row.natural_key,
         "open": ui.compare_link(row.natural_key, row.previous_generation, row.generation),
         "host": row.host,
-        "verdict": row.verdict,
+        "verdict": row.shown_verdict.replace("_", " "),
         "changed": 1 - min(row.unchanged_ratio or 0.0, row.retained_ratio or 0.0),
         "+bytes": row.bytes_added,
         "-bytes": row.bytes_removed,

@@ -1,7 +1,7 @@
 """Site: what changed on a site between two crawl runs, or the crawls of two dates, on every
 host or one: the counts, the template changes grouped, the changed pages largest first.
 
-Every filter is in the query string (`?a=4&b=5&host=&group=&page=`, or `?by=dates&date_a=
+Every filter is in the query string (`?a=4&b=5&host=&group=&label=&page=`, or `?by=dates&date_a=
 &date_b=`), so a link reopens the same view. Page text is shown in table cells and option
 labels only, which Streamlit renders as text.
 """
@@ -14,13 +14,15 @@ import streamlit as st
 
 import ui
 from cdc.errors import CdcError
+from cdc.store import LABELS
+from cdc.store.reads import TEMPLATE_ONLY
 from cdc.store.sitediff import latest_crawls
 
 PAGE_SIZE = 50
 SHOWN_TEMPLATE_CHANGES = 200
 BY_RUNS, BY_DATES = "runs", "dates"
 VERDICT_LABELS = {"minor": "Minor", "rewrite": "Rewrite", "different_page": "Different page",
-                  "changed": "Changed, not measured"}
+                  "changed": "Changed, not measured", TEMPLATE_ONLY: "Template only"}
 
 store = ui.current_store()
 st.title("What changed on the site")
@@ -108,12 +110,26 @@ for run in (run_a, run_b):
 
 ui.query_to_state("site-page", "page", lambda value: value >= 1, int, default=1)
 wanted_group = st.query_params.get("group") or None
+# The label filter (`?label=noise,unsure`) is drawn with the list below, read here: the diff's
+# list is made with it.
+ui.query_to_state("site-labels", "label", lambda value: set(value) <= set(LABELS),
+                  lambda text: [label for label in LABELS if label in text.split(",")], default=[])
+labels = st.session_state["site-labels"]
+
+
+def labels_to_query() -> None:
+    chosen = st.session_state.get("site-labels") or []
+    if chosen:
+        st.query_params["label"] = ",".join(chosen)
+    else:
+        st.query_params.pop("label", None)
+    st.query_params.pop("page", None)
 
 
 def diff_at(page: int, group: str | None):
     try:
         return store.site_diff(run_a, run_b, host or None, limit=PAGE_SIZE,
-                               offset=(page - 1) * PAGE_SIZE, template_change=group)
+                               offset=(page - 1) * PAGE_SIZE, template_change=group, labels=tuple(labels))
     except CdcError as exc:
         ui.fail(str(exc))
 
@@ -126,7 +142,7 @@ with st.spinner("Comparing the two runs…"):
         wanted_group, st.session_state["site-page"] = None, 1
         diff = diff_at(1, None)
     group = groups.get(wanted_group)
-    pages = max(1, math.ceil((group.pages if group else diff.changed) / PAGE_SIZE))
+    pages = max(1, math.ceil((diff.changed if diff.listed is None else diff.listed) / PAGE_SIZE))
     if st.session_state["site-page"] > pages:  # a link made when there were more
         st.session_state["site-page"] = pages
         diff = diff_at(pages, wanted_group)
@@ -136,7 +152,7 @@ for column, (label, count) in zip(first, [("New pages", diff.new), ("Not seen ag
                                           ("Changed", diff.changed), ("Unchanged", diff.unchanged)]):
     column.metric(label, f"{count:,}")
 counts = [(VERDICT_LABELS.get(verdict, verdict), count) for verdict, count in diff.verdicts.items()]
-for column, (label, count) in zip(second, [*counts, ("Template only", diff.template_only)]):
+for column, (label, count) in zip(second, [*counts, (VERDICT_LABELS[TEMPLATE_ONLY], diff.template_only)]):
     column.metric(label, "-" if count is None else f"{count:,}")
 
 shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
@@ -162,6 +178,9 @@ if single:
                "below, marked *template only*.")
 
 st.subheader("Changed pages, largest change first")
+st.caption("A page's own changes first, largest first; then the template-only ones (only the host's "
+           "template changed: none of the page's own text), however large a share of a short page "
+           "the template is.")
 options = ["", *groups]
 ui.query_to_state("site-group", "group", options.__contains__, default="")
 
@@ -174,9 +193,12 @@ def group_label(key: str) -> str:
             f"{(change.excerpt or '')[:90]}")
 
 
-st.selectbox("Show", options, key="site-group", format_func=group_label, on_change=ui.state_to_query,
-             args=("site-group", "group", "page"))
-total = group.pages if group else diff.changed
+show, judged = st.columns([3, 2])
+show.selectbox("Show", options, key="site-group", format_func=group_label, on_change=ui.state_to_query,
+               args=("site-group", "group", "page"))
+judged.multiselect("Annotated as", LABELS, key="site-labels", placeholder="any change, judged or not",
+                   on_change=labels_to_query, help="Only the pages whose change an analyst marked so")
+total = diff.changed if diff.listed is None else diff.listed
 left, right = st.columns([1, 4])
 page = left.number_input("Page", 1, pages, key="site-page", on_change=ui.state_to_query,
                          args=("site-page", "page"))
@@ -184,14 +206,18 @@ st.query_params["page"] = str(page)
 if diff.pages:
     right.caption(f"{diff.offset + 1:,}-{diff.offset + len(diff.pages):,} of {total:,}. "
                   "*Compare* opens the page's two generations side by side.")
+elif labels:
+    right.caption(f"No changed page between these runs is annotated {' or '.join(labels)}: mark a change "
+                  "beside its verdict in *Compare*, or clear *Annotated as*.")
 st.dataframe([{
     "page": changed.natural_key,
     "open": ui.compare_link(changed.natural_key, changed.generation_a, changed.generation_b),
     "host": changed.host,
-    "verdict": changed.verdict,
+    "verdict": VERDICT_LABELS.get(changed.shown_verdict, changed.shown_verdict),
     "template only": changed.template_only,
     "changed": changed.share_changed,
     "what changed": changed.excerpt,
+    "label": changed.label,
     "+bytes": changed.bytes_added,
     "-bytes": changed.bytes_removed,
 } for changed in diff.pages],

@@ -11,6 +11,8 @@
 - `reads`: what the views and the CLI read, and the dataclasses they get back;
 - `runs`: crawl runs started and finished, a run's end trimming the texts of its pages and
   setting its hosts' template-only flags;
+- `annotations`: the analysts' judgements of changes (significant, noise, unsure), kept
+  apart from the rows ingest writes, and moved along when a backfill moves a generation's start;
 - `templates`: each host's template and the change rows' template-only flags, stored, and
   refreshed where the chunk lists change (a run's end, prune, migrate, erase, an upgrade);
 - `sitediff`: the runs as the CLI and the dashboard read them, and what changed on a site
@@ -31,6 +33,7 @@ import os
 from pathlib import Path
 
 from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
+from cdc.store.annotations import LABELS, AnnotatedChange, Annotation, Annotations, MergeResult
 from cdc.store.connection import LOCK_TIMEOUT, Connections
 from cdc.store.layout import digest_list
 from cdc.store.reads import (
@@ -57,7 +60,7 @@ from cdc.store.writer import (
 )
 
 
-class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs):
+class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs, Annotations):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
@@ -74,12 +77,16 @@ __all__ = [
     "BOILERPLATE_SHARE",
     "DEFAULT_KEEP",
     "INDEXES",
+    "LABELS",
     "SCHEMA",
     "SCHEMA_VERSION",
     "TABLES",
+    "AnnotatedChange",
+    "Annotation",
     "ChangeRow",
     "ChangedPage",
     "GenerationInfo",
+    "MergeResult",
     "PageHistory",
     "PageInfo",
     "PageMatch",

@@ -7,12 +7,19 @@ opens the file for one batch (one transaction) and closes it; a reader opens it 
 for one query and closes it. Each waits, with backoff, while another process holds a
 conflicting lock. The dashboard therefore sees every batch a running ingest commits, and
 the ingest never fails because someone is looking.
+
+**A full disk.** DuckDB reports one as an I/O error, or as a fatal error when it strikes a
+checkpoint; either way the transaction is lost and the file stays as the last commit left
+it, so running the same command again, once there is room, completes the work. Every
+connection turns it into one `StoreFullError` that names the file and the space left.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import random
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
+from cdc.errors import StoreBusyError, StoreError, StoreFullError, StoreNotFoundError
 from cdc.lifeline import raise_if_stopped
 from cdc.store.lookups import _one
 from cdc.store.schema import (
@@ -37,6 +44,37 @@ RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
 
 def _is_lock_conflict(exc: duckdb.Error) -> bool:
     return "lock" in str(exc).lower()
+
+
+# What the C library says for ENOSPC and EDQUOT: DuckDB's messages carry its strerror text.
+NO_SPACE_MESSAGES = ("No space left on device", "Disk quota exceeded")
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _out_of_space(exc: BaseException) -> bool:
+    """Whether `exc`, or an error it was raised while handling (a ROLLBACK that failed on a
+    database the full disk invalidated), is a full disk."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of contexts; never a long one
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in NO_SPACE_ERRNOS:
+            return True
+        if any(message in str(seen) for message in NO_SPACE_MESSAGES):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def disk_full_error(path: Path) -> StoreFullError:
+    """The one-line message for a full disk under the store at `path`."""
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 1e6:,.1f} MB free"
+    except OSError:
+        free = "free space unknown"
+    return StoreFullError(f"the disk holding {path} is full ({free}): free space there, then run the "
+                          "same command again (the store keeps what was committed before; the run "
+                          "completes it)")
 
 
 def _database_name(connection: duckdb.DuckDBPyConnection) -> str:
@@ -67,6 +105,8 @@ class Connections:
                                             config=WRITER_CONFIG if write else CONNECTION_CONFIG)
                 break
             except duckdb.IOException as exc:
+                if _out_of_space(exc):
+                    raise disk_full_error(self.path) from exc
                 if not _is_lock_conflict(exc):
                     raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
                 if time.monotonic() > deadline:
@@ -78,9 +118,15 @@ class Connections:
                 # that backed off for long would keep missing those gaps.
                 delay = min(delay * 2, RETRY_CEILING)
             except duckdb.Error as exc:
+                if _out_of_space(exc):
+                    raise disk_full_error(self.path) from exc
                 raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
         try:
             yield connection
+        except (duckdb.Error, OSError) as exc:
+            if _out_of_space(exc):
+                raise disk_full_error(self.path) from exc
+            raise
         finally:
             connection.close()
 
@@ -126,7 +172,12 @@ class Connections:
         for its first rows can take that cost off its first write."""
         with self.write_lock():
             if not self.path.exists():
-                self._create()
+                try:
+                    self._create()
+                except (duckdb.Error, OSError) as exc:
+                    if _out_of_space(exc):
+                        raise disk_full_error(self.path) from exc
+                    raise
 
     @contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -178,11 +229,16 @@ class Connections:
         with self.write_lock():
             for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
                 leftover.unlink(missing_ok=True)
-            with self._connect(write=True) as connection:
-                connection.execute("CHECKPOINT")
-                connection.execute("ATTACH ? AS fresh", [str(fresh)])
-                connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
-                connection.execute("DETACH fresh")
+            try:
+                with self._connect(write=True) as connection:
+                    connection.execute("CHECKPOINT")
+                    connection.execute("ATTACH ? AS fresh", [str(fresh)])
+                    connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
+                    connection.execute("DETACH fresh")
+            except BaseException:  # a full disk, say: the half-written copy would only fill it more
+                for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
+                    leftover.unlink(missing_ok=True)
+                raise
             # Closed and checkpointed, so no WAL belongs to the old file; no writer can open
             # it while we hold the write lock, and readers that have it open keep reading it.
             os.replace(fresh, self.path)

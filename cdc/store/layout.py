@@ -23,11 +23,13 @@ def _chunks_of(lists: str) -> str:
         FROM (SELECT *, unnest(range(len(lengths)))::INTEGER AS chunk_index FROM {lists}))"""
 
 
-def _digests_of(lists: str) -> str:
+def _digests_of(lists: str, *, in_order: bool = False) -> str:
     """A row per chunk digest of the `chunk_lists` rows of the query `lists` (which has a
-    `digests` column): its other columns and `digest`. Cheaper than `_chunks_of` where only
-    digests count (the templates): no lengths are read or cut."""
-    return f"""(SELECT * EXCLUDE (digests, chunk_index),
+    `digests` column): its other columns and `digest`, and with `in_order` the chunk's place
+    in its list (`chunk_index`: what tells a moved block from one left in place). Cheaper
+    than `_chunks_of` where only digests count (the templates): no lengths are read or cut."""
+    dropped = "digests" if in_order else "digests, chunk_index"
+    return f"""(SELECT * EXCLUDE ({dropped}),
                digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest
         FROM (SELECT *, unnest(range(octet_length(digests) // {DIGEST_BYTES})) AS chunk_index
               FROM ({lists})))"""

@@ -83,26 +83,28 @@ def _looked_up(connection: duckdb.DuckDBPyConnection, table: str, keys: Sequence
 
 
 def _for_keys(connection: duckdb.DuckDBPyConnection, statement: str, keys: Sequence[str],
-              table: str) -> list[tuple]:
+              table: str, values: Sequence[object] = ()) -> list[tuple]:
     """Run `statement` for the pages `keys` of `table`, and return its rows. `{keys}` in the
     statement (maybe more than once) stands for the keys: bound parameters,
     `KEYS_PER_LOOKUP` at a time, which DuckDB answers from the natural_key index (its ART
     index serves `natural_key IN (constants)`, not a join), while `table` is large next to
     the keys (`_looked_up`); else the keys as one registered Arrow table, joined in one scan.
     Each group's statement must touch only that group's pages (a window by page, an update of
-    those pages), so that the groups add up to the whole."""
+    those pages), so that the groups add up to the whole. `values` bind the statement's
+    other parameters, which all come after its last `{keys}`."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return []
     if not _looked_up(connection, table, keys):
         with _registered(connection, "statement_keys", _key_table(keys)):
             everything = statement.format(keys="SELECT natural_key FROM statement_keys")
-            return connection.execute(everything).fetchall()
+            return connection.execute(everything, list(values)).fetchall()
     rows: list[tuple] = []
     uses = statement.count("{keys}")
     for start in range(0, len(keys), KEYS_PER_LOOKUP):
         part = keys[start:start + KEYS_PER_LOOKUP]
-        rows += connection.execute(statement.format(keys=", ".join("?" * len(part))), part * uses).fetchall()
+        rows += connection.execute(statement.format(keys=", ".join("?" * len(part))),
+                                   [*(part * uses), *values]).fetchall()
     return rows
 
 

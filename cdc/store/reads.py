@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from cdc.store.annotations import annotations_of
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
@@ -43,10 +44,11 @@ class PageInfo:
     first_seen: datetime
     last_fetched: datetime
     last_checked: datetime
+    surt: str | None = None  # the key of a crawl's CDX index (cdc.urls.surt_key)
 
 
 _PAGE_COLUMNS = ("natural_key, url, host, retention_class, latest_generation, first_seen, "
-                 "last_fetched, last_checked")
+                 "last_fetched, last_checked, surt")
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,43 @@ class ChangeRow:
     # run's end (`cdc.store.templates`); None for a first sighting, or where either
     # generation's chunk list is no longer retained.
     template_only: bool | None = None
+    # The change's annotation (`cdc.store.annotations`); None where nobody judged it.
+    label: str | None = None
+    note: str | None = None
+    annotated_by: str | None = None
+    surt: str | None = None  # the page's SURT, the key of a crawl's CDX index (cdc.urls.surt_key)
+
+    @property
+    def shown_verdict(self) -> str:
+        """The verdict, or `TEMPLATE_ONLY` for a template-only change (`shown_verdict_of`)."""
+        return shown_verdict_of(self.verdict, self.template_only)
 
 
 _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, c.fetched_at, "
                    "c.verdict, c.similarity, c.unchanged_ratio, c.retained_ratio, c.bytes_added, "
-                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only")
+                   "c.bytes_removed, c.regions, c.excerpt, c.measure, c.template_only, "
+                   "a.label, a.note, a.annotated_by, p.surt")
+
+
+# What a list shows for a template-only change in place of its verdict. The verdict measures
+# the whole text, template included: a short page whose only change is the host's new
+# banner reads `rewrite` (the banner is half of it), though none of the page's own text
+# changed. Lists label such a change by what it is and rank it after every change of a
+# page's own (`TEMPLATE_LAST`); the stored verdict and measures stay as measured.
+TEMPLATE_ONLY = "template_only"
+# The first key of a list's order: a page's own changes first, template-only ones after.
+TEMPLATE_LAST = "c.template_only IS TRUE"
+
+
+def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | None:
+    """What a list shows of a change: `TEMPLATE_ONLY` for a template-only one, else its verdict."""
+    return TEMPLATE_ONLY if template_only else verdict
+
+
+def _annotations_joined(where: str = "") -> str:
+    """The join that gives change rows `c` their annotations `a` (`where`: of `annotations a`)."""
+    return (f"LEFT JOIN {annotations_of(where)} a "
+            "ON a.natural_key = c.natural_key AND a.generation = c.generation")
 
 
 PICK_LIMIT = 200  # keys a URL picker lists at most: type to narrow a host of 100,000 pages
@@ -115,6 +149,11 @@ class PageMatch:
     verdict: str | None = None  # the run's latest change of the page; None listing every page
     share_changed: float | None = None  # 1 - the smaller kept share
     template_only: bool | None = None  # the change's stored flag; None listing every page, or unknown
+
+    @property
+    def shown_verdict(self) -> str | None:
+        """The verdict, or `TEMPLATE_ONLY` for a template-only change (`shown_verdict_of`)."""
+        return shown_verdict_of(self.verdict, self.template_only)
 
 
 @dataclass(frozen=True)
@@ -213,16 +252,22 @@ class Reads:
         with self.reading() as connection:
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                {_annotations_joined("WHERE a.natural_key = ?")}
                 WHERE c.natural_key = ? ORDER BY c.generation
-            """, [natural_key]).fetchall()
+            """, [natural_key, natural_key]).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     @staticmethod
     def _change_filters(host: str | None, since: datetime | None, until: datetime | None,
                         verdicts: Sequence[str], min_change: float,
-                        run: int | None = None) -> tuple[str, list]:
+                        run: int | None = None, labels: Sequence[str] = ()) -> tuple[str, list]:
         """A WHERE clause on `changes c` of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
+        if labels:  # changes annotated with one of `labels`
+            conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
+                                 WHERE a.natural_key = c.natural_key AND a.generation = c.generation
+                                   AND list_contains(?, a.label))""")
+            values.append(list(labels))
         if run is not None:  # generations the run saw first
             conditions.append("""EXISTS (SELECT 1 FROM generations g WHERE g.natural_key = c.natural_key
                                  AND g.generation = c.generation AND g.first_run = ?)""")
@@ -247,10 +292,11 @@ class Reads:
     def changes(self, *, host: str | None = None, since: datetime | None = None,
                 until: datetime | None = None, verdicts: Sequence[str] = (),
                 min_change: float = 0.0, limit: int | None = None,
-                run: int | None = None) -> list[ChangeRow]:
-        """Change summaries, newest first, filtered (`run`: of the generations that run saw
-        first, by id); what the CSV export writes."""
-        where, values = self._change_filters(host, since, until, verdicts, min_change, run)
+                run: int | None = None, labels: Sequence[str] = ()) -> list[ChangeRow]:
+        """Change summaries, newest first, with their annotations, filtered (`run`: of the
+        generations that run saw first, by id; `labels`: of the changes annotated so); what
+        the CSV export writes."""
+        where, values = self._change_filters(host, since, until, verdicts, min_change, run, labels)
         tail = "LIMIT ?" if limit is not None else ""
         if limit is not None:
             values.append(limit)
@@ -261,14 +307,15 @@ class Reads:
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS}
                 FROM (SELECT * FROM changes c {where} {order} {tail}) c JOIN pages p USING (natural_key)
+                {_annotations_joined()}
                 {order}
             """, values).fetchall()
         return [ChangeRow(*row) for row in rows]
 
     def count_changes(self, *, host: str | None = None, since: datetime | None = None,
                       until: datetime | None = None, verdicts: Sequence[str] = (),
-                      min_change: float = 0.0, run: int | None = None) -> int:
-        where, values = self._change_filters(host, since, until, verdicts, min_change, run)
+                      min_change: float = 0.0, run: int | None = None, labels: Sequence[str] = ()) -> int:
+        where, values = self._change_filters(host, since, until, verdicts, min_change, run, labels)
         with self.reading() as connection:
             return _one(connection.execute(
                 f"SELECT count(*) FROM changes c {where}", values))[0]
@@ -292,17 +339,23 @@ class Reads:
     # --- overview and trends ------------------------------------------------------------------
 
     def verdict_counts(self) -> dict[str, int]:
+        """How many change rows have each verdict, the template-only ones counted apart under
+        `TEMPLATE_ONLY` (what the lists show of them) rather than under their verdict."""
         with self.reading() as connection:
-            return dict(connection.execute(
-                "SELECT verdict, count(*) FROM changes GROUP BY verdict ORDER BY verdict").fetchall())
+            return dict(connection.execute("""
+                SELECT CASE WHEN template_only THEN ? ELSE verdict END AS shown, count(*)
+                FROM changes GROUP BY shown ORDER BY shown""", [TEMPLATE_ONLY]).fetchall())
 
     def biggest_changes(self, limit: int = 20) -> list[ChangeRow]:
-        """The largest changes (by share changed, then bytes) among each page's latest ones."""
+        """The largest changes (by share changed, then bytes) among each page's latest ones,
+        template-only changes after every change of a page's own (`TEMPLATE_LAST`): a banner
+        that is half of a short page is no large change of that page."""
         with self.reading() as connection:
             rows = connection.execute(f"""
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
+                {_annotations_joined()}
                 WHERE c.verdict NOT IN ('new', 'unchanged') AND c.generation = p.latest_generation
-                ORDER BY 1 - least(c.unchanged_ratio, c.retained_ratio) DESC,
+                ORDER BY {TEMPLATE_LAST}, 1 - least(c.unchanged_ratio, c.retained_ratio) DESC,
                          c.bytes_added + c.bytes_removed DESC, c.natural_key
                 LIMIT ?
             """, [limit]).fetchall()
@@ -350,8 +403,9 @@ class Reads:
         `changed_in` (a run id), only the pages with a change that run saw first (not a first
         sighting, not `unchanged`), of `verdicts` if given, largest change first, each with
         its latest such change; template-only changes (the stored flag) are left out unless
-        `include_template_only`. Otherwise every page, in key order. One scan of `pages` (and of
-        the run's change rows): no key list is loaded to be filtered in Python."""
+        `include_template_only`, and then listed after the pages' own changes. Otherwise every
+        page, in key order. One scan of `pages` (and of the run's change rows): no key list is
+        loaded to be filtered in Python."""
         if limit < 1:
             raise ValueError(f"limit is at least 1, got {limit}")
         conditions, values = ["TRUE"], []
@@ -380,7 +434,7 @@ class Reads:
                     WHERE g.first_run = ? AND c.verdict NOT IN ('new', 'unchanged')
                       AND {" AND ".join(conditions)}
                     QUALIFY row_number() OVER (PARTITION BY c.natural_key ORDER BY c.generation DESC) = 1)
-                ORDER BY changed DESC NULLS LAST, natural_key LIMIT ?"""
+                ORDER BY template_only IS TRUE, changed DESC NULLS LAST, natural_key LIMIT ?"""
         with self.reading() as connection:
             rows = connection.execute(query, [*values, limit]).fetchall()
         return PageMatches([PageMatch(*row[:4]) for row in rows], rows[0][4] if rows else 0)

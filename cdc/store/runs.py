@@ -16,11 +16,28 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cdc.store.lookups import _one
+from cdc.compare import UNCHANGED
+from cdc.store.lookups import _for_keys, _one
 from cdc.store.templates import unflagged_pages
 
 COMPACT_SHARE = 0.5  # of the file's bytes, dropped as text by a run's trim: then compact it
 RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
+
+# The generations a run saw first among its pages' (`{keys}`) whose change says `unchanged`:
+# the same words as the generation before, cut into other lines (an older cdc's text after
+# `cdc migrate`). Binds the run and the verdict.
+_SAME_WORDS = """
+    SELECT count(*) FROM changes c JOIN generations g USING (natural_key, generation)
+    WHERE c.natural_key IN ({keys}) AND g.natural_key IN ({keys}) AND g.first_run = ? AND c.verdict = ?"""
+
+
+def _counted_as_unchanged(counts: dict[str, int], same_words: int) -> dict[str, int]:
+    """The run's counts with its changes of the same words moved from `changed` to
+    `unchanged`: a change whose verdict is `unchanged` counts as unchanged, as in a site diff."""
+    if not same_words or counts.get("changed") is None:
+        return counts
+    return {**counts, "changed": max(counts["changed"] - same_words, 0),
+            "unchanged": (counts.get("unchanged") or 0) + same_words}
 
 
 def default_label(inputs: Sequence[str]) -> str:
@@ -72,6 +89,9 @@ class Runs:
             connection.execute("DELETE FROM page_runs WHERE run = ?", [run])
             connection.execute("INSERT INTO page_runs SELECT * FROM seen")
             connection.execute("DROP TABLE seen")
+            same_words = sum(count for (count,) in _for_keys(connection, _SAME_WORDS, pages, "changes",
+                                                             [run, UNCHANGED]))
+            counts = _counted_as_unchanged(counts, same_words)
             assignments = ", ".join(f"{name} = ?" for name in RUN_COUNTS)
             connection.execute(f"UPDATE runs SET ended_at = ?, {assignments} WHERE run = ?",
                                [_now(), *(counts.get(name) for name in RUN_COUNTS), run])

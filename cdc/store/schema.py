@@ -5,7 +5,8 @@ Tables (all times UTC):
 
 - `meta`: schema version, the chunker `SPEC`, the retention policy.
 - `pages`: one row per natural key (canonical URL): host, last URL seen, retention class,
-  latest generation, when it was first seen, last fetched with new content, last checked.
+  latest generation, when it was first seen, last fetched with new content, last checked;
+  and its SURT (`cdc.urls.surt_key`), the key a crawl's CDX index sorts captures by.
 - `generations`: one row per distinct version of a page: fetched_at, content digest, length,
   chunk count, and the normalised text while the generation is retained. The text is stored
   uncompressed: retention bounds its size, and an erasure can then be checked byte for byte
@@ -31,6 +32,9 @@ Tables (all times UTC):
 - `runs`: one row per ingest or fetch run: label, start and end, inputs, counts.
 - `page_runs`: one row per page and run that saw it: the latest fetch of the page in that run
   and its content digest. What changed on a site between two runs is a join of two runs' rows.
+- `annotations`: one row per change an analyst judged (significant, noise, unsure), keyed by
+  page and generation, with a note, who and when (`cdc.store.annotations`); kept for good,
+  erased with the page.
 
 A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
 numbers order as fetch times do and never come to name another version.
@@ -46,14 +50,16 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreError
+from cdc.store.annotations import ANNOTATIONS_TABLE
 from cdc.store.layout import _chunks_of
 from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
 # 3: generations numbered by capture time, the fetches and runs recorded; 4: the hosts'
-#    templates and the change rows' template-only flags stored.
-SCHEMA_VERSION = 4
+#    templates and the change rows' template-only flags stored; 5: round 3's additions (each
+#    page's SURT key, the analysts' annotations, ...), each an idempotent entry of `VERSION_5`.
+SCHEMA_VERSION = 5
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
@@ -163,6 +169,7 @@ SCHEMA = [
         fetched_at TIMESTAMP NOT NULL,
         content_digest BLOB NOT NULL
     )""",
+    ANNOTATIONS_TABLE,
 ]
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
@@ -181,7 +188,7 @@ INDEXES = [
 # The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
 # the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
-STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -247,6 +254,31 @@ UPGRADE_TO_TEMPLATES = [
     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
 ]
 
+# Schema 4 to 5, and a new store's additions to SCHEMA: idempotent statements (a table made if
+# missing, a column added if missing), so they compose in any order and a store made by any cdc
+# of version 5 reads the same. Filled on upgrade by `_fill_surt_keys`.
+SURT_COLUMN = "ALTER TABLE pages ADD COLUMN IF NOT EXISTS surt VARCHAR"
+VERSION_5 = [SURT_COLUMN, ANNOTATIONS_TABLE]
+SURT_BATCH = 10_000  # pages given their SURT per statement on upgrade
+
+
+def _fill_surt_keys(connection: duckdb.DuckDBPyConnection) -> None:
+    """Give every page stored without one its SURT (`cdc.urls.surt_key`), as ingest gives a
+    new page: about 25 us of CPU a page (`benchmarks/surt_keys.py`), 3 s for 100,000."""
+    from cdc.urls import surt_key
+
+    keys = [row[0] for row in connection.execute(
+        "SELECT natural_key FROM pages WHERE surt IS NULL ORDER BY natural_key").fetchall()]
+    for start in range(0, len(keys), SURT_BATCH):
+        part = keys[start:start + SURT_BATCH]
+        surts = pa.array([surt_key(key) for key in part], pa.string())
+        keyed = pa.table({"natural_key": pa.array(part, pa.string()), "surt": surts})
+        connection.register("page_surts", keyed)
+        connection.execute("UPDATE pages SET surt = s.surt FROM page_surts s "
+                           "WHERE pages.natural_key = s.natural_key")
+        connection.unregister("page_surts")
+
+
 SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
 
 
@@ -296,7 +328,7 @@ class Schema:
         if "meta" not in tables:
             if tables:
                 raise StoreError(f"{self.path} is a DuckDB file but not a cdc store; give another path")
-            for statement in SCHEMA + INDEXES:
+            for statement in SCHEMA + VERSION_5 + INDEXES:
                 connection.execute(statement)
             connection.executemany("INSERT INTO meta VALUES (?, ?)", [
                 ("schema_version", str(SCHEMA_VERSION)),
@@ -315,7 +347,8 @@ class Schema:
         was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
         and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
-        and the template-only flags are counted (`cdc.store.templates`). A rewrite of the
+        and the template-only flags are counted (`cdc.store.templates`). Schema 4 to 5: the
+        `VERSION_5` additions (empty tables, a column), and each page's SURT. A rewrite of the
         tables: seconds for a million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
@@ -324,9 +357,15 @@ class Schema:
                     connection.execute(statement)
             if version < 3:
                 self._renumber(connection)
-            for statement in UPGRADE_TO_TEMPLATES:
+            if version < 4:
+                for statement in UPGRADE_TO_TEMPLATES:
+                    connection.execute(statement)
+                self._refresh_templates(connection, None)
+            for statement in VERSION_5:
                 connection.execute(statement)
-            self._refresh_templates(connection, None)
+            _fill_surt_keys(connection)
+            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                               [str(SCHEMA_VERSION)])
         except BaseException:
             connection.execute("ROLLBACK")
             raise

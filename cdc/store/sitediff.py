@@ -3,24 +3,30 @@ what changed on a site between two runs (`site_diff`), with the dataclasses they
 
 What two runs saw is two sets of `page_runs` rows: a page's latest fetch in each run and its
 content digest. A page in B and not in A is new; in A and not in B, not seen again; in both
-with the same digest, unchanged; with another digest, changed. A changed page's generations
-are those current at each run's fetch (the last to start by then), and
-its verdict, measures, excerpt and stored template-only flag are the change row of the
-generation at B (`cdc.store.templates`). All of it is one set-based pass: the
+with the same digest, unchanged; with another digest, changed, unless the change row of its
+generation at B says `unchanged` (the words are all the same: the digests differ by how an
+older cdc normalised the text, as after `cdc migrate`), which counts as unchanged in every
+count and list. A changed page's generations are those current at each run's fetch (the last
+to start by then), and its verdict, measures, excerpt and stored template-only flag are the
+change row of the generation at B (`cdc.store.templates`). All of it is one set-based pass: the
 changed pages are gathered once into a temporary table, which the counts, the page of
 changed pages and the template groups read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 import duckdb
 import xxhash
 
+from cdc.compare import UNCHANGED
 from cdc.errors import RunError, RunNotFoundError
+from cdc.store.annotations import annotations_of
 from cdc.store.lookups import _one
+from cdc.store.reads import shown_verdict_of
 from cdc.store.runs import RUN_COUNTS
 
 FINISHED, NOT_FINISHED = "finished", "did not finish"
@@ -71,9 +77,28 @@ _CHANGED_ROWS = """
           GROUP BY x.natural_key) s
     JOIN changes c ON c.natural_key = s.natural_key AND c.generation = s.generation_b"""
 
-# Largest change first: the share changed (1 - the smaller kept share), then the bytes; an
-# unmeasured change (its previous text was gone) last.
-_LARGEST_FIRST = ("ORDER BY 1 - least(unchanged_ratio, retained_ratio) DESC NULLS LAST, "
+# The changed pages whose change says their words are all the same (verdict `unchanged`, the
+# two sides' digests differing by how the text was cut into lines: an older normalisation's
+# text against a newer's): unchanged, as are those whose every change since A says so. One
+# that changed more than once between the two runs, with a change of words before its
+# latest, is changed: its latest row is not the whole of what changed since A.
+_SAME_WORDS = """
+    CREATE TEMP TABLE same_words AS
+    SELECT natural_key FROM site_changes s
+    WHERE s.verdict = ? AND NOT EXISTS (
+        SELECT 1 FROM changes c
+        WHERE c.natural_key = s.natural_key AND c.generation > s.generation_a
+          AND c.generation < s.generation AND c.verdict <> ?)"""
+
+# Largest change of the page's own first: the share changed (1 - the smaller kept share),
+# then the bytes; an unmeasured change (its previous text was gone) last of those; then the
+# template-only changes, which change none of the page's own text (as `TEMPLATE_LAST`), however
+# large a share of a short page the template is. Sorting them last rather than measuring
+# every change again without the template keeps the stored measures the one measure (and
+# the order one pass over the change rows): a page with a change of its own and the banner
+# is still measured with the banner in, as the Compare view shows it.
+_LARGEST_FIRST = ("ORDER BY template_only IS TRUE, "
+                  "1 - least(unchanged_ratio, retained_ratio) DESC NULLS LAST, "
                   "coalesce(bytes_added, 0) + coalesce(bytes_removed, 0) DESC, natural_key")
 
 
@@ -136,6 +161,12 @@ class ChangedPage:
     retained_ratio: float | None
     excerpt: str | None
     measure: str | None  # edits, chunks, or digests
+    label: str | None = None  # the change's annotation (`cdc annotate`); None: not judged
+
+    @property
+    def shown_verdict(self) -> str:
+        """The verdict, or `template_only` for a template-only change: what a list shows."""
+        return shown_verdict_of(self.verdict, self.template_only)
 
     @property
     def share_changed(self) -> float | None:
@@ -174,10 +205,12 @@ class TemplateChange:
 class SiteDiff:
     """What changed on a site (or on one host) between run A and run B.
 
-    `changed` counts every page whose content differs; `verdicts` splits those that are not
-    template-only by verdict, and `template_only` counts the template changes apart, so
+    `changed` counts every page whose content differs, but for those whose change row says
+    `unchanged` (the same words; `unchanged` counts them); `verdicts` splits those that are
+    not template-only by verdict, and `template_only` counts the template changes apart, so
     `changed == sum(verdicts.values()) + template_only`. `pages` is one page of the changed
-    pages, largest change first, from `offset`; `changed` is their total, for paging.
+    pages, the largest change of a page's own first and the template-only ones after, from
+    `offset`; `changed` is their total, for paging.
     """
 
     run_a: RunInfo
@@ -193,6 +226,8 @@ class SiteDiff:
     template_changes: list[TemplateChange] = field(default_factory=list)  # most pages first
     pages: list[ChangedPage] = field(default_factory=list)
     offset: int = 0
+    listed: int | None = None  # the changed pages the list's filters pick (a template change,
+    # labels), for paging; None when the list is not filtered: `changed` is its total
 
     @property
     def seen_by_both(self) -> int:
@@ -262,12 +297,14 @@ class SiteDiffs:
 
     def site_diff(self, run_a: int | str, run_b: int | str, host: str | None = None, *,
                   limit: int = DEFAULT_PAGE_SIZE, offset: int = 0,
-                  template_change: str | None = None) -> SiteDiff:
+                  template_change: str | None = None, labels: Sequence[str] = ()) -> SiteDiff:
         """What changed between run A and run B, on every host or on `host`: counts, and the
-        changed pages from `offset`, at most `limit` of them, largest change first.
+        changed pages from `offset`, at most `limit` of them, largest change first, each with
+        its change's annotation label.
 
         `template_change` (a `TemplateChange.key`) lists that template change's pages only (none
-        when no change of this diff has that key); the counts stay the whole diff's."""
+        when no change of this diff has that key), `labels` the pages whose change is annotated
+        with one of them; the counts stay the whole diff's, and `listed` counts the list."""
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset are at least 0, got {limit} and {offset}")
         with self.reading() as connection:
@@ -283,6 +320,14 @@ class SiteDiffs:
                        count(*) FILTER (WHERE digest_a = digest_b)
                 FROM site_pages""").fetchall()
             connection.execute(f"CREATE TEMP TABLE site_changes AS {_CHANGED_ROWS}")
+            # The pages whose words are all the same are unchanged, in every count and list.
+            (same_words,), = connection.execute(
+                "SELECT count(*) FROM site_changes WHERE verdict = ?", [UNCHANGED]).fetchall()
+            if same_words:
+                connection.execute(_SAME_WORDS, [UNCHANGED, UNCHANGED])
+                (same_words,), = connection.execute("SELECT count(*) FROM same_words").fetchall()
+                connection.execute("DELETE FROM site_changes WHERE natural_key IN (SELECT * FROM same_words)")
+                unchanged += same_words
             verdicts = dict(sorted(connection.execute("""
                 SELECT verdict, count(*) FROM site_changes WHERE template_only IS NOT TRUE
                 GROUP BY verdict""").fetchall(), key=_verdict_order))
@@ -292,18 +337,29 @@ class SiteDiffs:
                 SELECT p.host, s.template_edit, s.excerpt, count(*), min(s.natural_key, ?)
                 FROM site_changes s JOIN pages p USING (natural_key) WHERE s.template_only
                 GROUP BY ALL""", [TEMPLATE_EXAMPLES]).fetchall())
-            where, values = "", []
+            conditions, values = [], []
             if template_change is not None:
                 chosen = next((group for group in groups if group.key == template_change), None)
-                where = """WHERE template_only AND list_contains(?, template_edit)
-                             AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)"""
-                values = [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
+                conditions.append("""template_only AND list_contains(?, template_edit)
+                                     AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)""")
+                values += [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
+            if labels:
+                conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
+                    WHERE a.natural_key = site_changes.natural_key AND a.generation = site_changes.generation
+                      AND list_contains(?, a.label))""")
+                values.append(list(labels))
+            where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+            listed = _one(connection.execute(f"SELECT count(*) FROM site_changes {where}", values))[0] \
+                if conditions else None
             rows = connection.execute(f"""
                 SELECT natural_key, p.url, p.host, s.* EXCLUDE (natural_key, template_edit)
-                FROM (SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) s
+                FROM (SELECT l.*, a.label FROM (
+                          SELECT * FROM site_changes {where} {_LARGEST_FIRST} LIMIT ? OFFSET ?) l
+                      LEFT JOIN {annotations_of()} a
+                        ON a.natural_key = l.natural_key AND a.generation = l.generation) s
                 JOIN pages p USING (natural_key) {_LARGEST_FIRST}""", [*values, limit, offset]).fetchall()
         return SiteDiff(a, b, host, new, gone, changed, unchanged, verdicts, template_only, groups,
-                        [ChangedPage(*row) for row in rows], offset)
+                        [ChangedPage(*row) for row in rows], offset, listed)
 
 
 def _template_groups(rows: list[tuple]) -> list[TemplateChange]:

@@ -4,10 +4,17 @@ A host's template (`host_templates`) is the seed's boilerplate rule, a digest on
 `BOILERPLATE_MIN_PAGES` pages and on more than `BOILERPLATE_SHARE` of the host's pages,
 counted over every retained generation of its pages rather than the latest alone, so that
 the navigation a site-wide change replaced still counts as template on the old side. A change
-row is template-only (`changes.template_only`) when every chunk digest whose count differs
-between its two generations (added, removed, or one copy of a repeated chunk more or fewer)
-is in its host's template; NULL (unknown) for a first sighting, or where either generation's
-chunk list is no longer retained. A template-only row also names its edit
+row is template-only (`changes.template_only`) when every changed block is its host's
+template: some chunk digest's count differs between its two generations (added, removed, or
+one copy of a repeated chunk more or fewer), and the page's own chunks (those not in the
+template), in their order, are the same on both sides. The order counts because a moved
+paragraph changes no count: a page whose own paragraph moved is the page's own change, even
+when the same run brought it the host's new banner. One more case is template-only: beside
+a template change, one block of the page's own lost and one gained, with the page's own
+words the same (a text's last block has no line end, so a page whose own text is its title
+gains one when the new banner follows it: `LINE_END_CHECK`, the one case whose texts are
+read). NULL (unknown) for a first sighting, or where either generation's chunk list is no
+longer retained. A template-only row also names its edit
 (`changes.template_edit`, the digest of those count differences): the pages of a host that
 carry one edit of its template share it, which is what a site diff groups them by.
 
@@ -31,8 +38,8 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from cdc.store.layout import _digests_of
-from cdc.store.lookups import _for_keys, _gather, _key_table, _keys_of, _registered
+from cdc.store.layout import DIGEST_BYTES, _digests_of
+from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
 # latest generations), and on at least this many of them (`cdc.boilerplate`).
@@ -105,8 +112,9 @@ _WANTED_LISTS = "SELECT * FROM host_lists SEMI JOIN wanted USING (natural_key, g
 # re-chunks its generations, without one) or its page holds a digest that moved in or out of
 # the template (`moved_pages`); another row keeps its flag and edit, unless the trim took one
 # of its generations' chunk lists (then unknown). Counted, a row is template-only when its two
-# generations' digests differ as multisets while their non-template digests do not: every
-# changed digest is template. Unknown when either generation has no chunks (not retained, or
+# generations' digests differ as multisets while their non-template digests, in chunk order,
+# do not: every changed digest is template, and none of the page's own blocks moved (a move
+# changes no count, only the order). Unknown when either generation has no chunks (not retained, or
 # an empty text), and for a first sighting. Its edit (`template_edit`) names that multiset
 # difference, each changed digest with how many copies it gained or lost, so the pages that
 # carry one edit of the template share it (the excerpts do not: the exact edits around a
@@ -122,18 +130,19 @@ FRESH_FLAGS = f"""
         SELECT natural_key, generation FROM stale_rows WHERE recount
         UNION SELECT natural_key, previous_generation FROM stale_rows WHERE recount
     ),
-    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS)}),
-    -- Each wanted generation's digests, sorted, and its non-template ones.
+    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS, in_order=True)}),
+    -- Each wanted generation's digests, sorted (a multiset), and its non-template ones in
+    -- chunk order (a sequence: a moved own block makes two sides differ).
     sides AS (
         SELECT c.natural_key, c.generation, list_sort(list(c.digest)) AS chunks,
-               list_sort(coalesce(list(c.digest) FILTER (WHERE t.digest IS NULL), [])) AS rest
+               coalesce(list(c.digest ORDER BY c.chunk_index) FILTER (WHERE t.digest IS NULL), []) AS rest
         FROM wanted_digests c
         LEFT JOIN host_templates t ON t.host = c.host AND t.digest = c.digest
         GROUP BY c.natural_key, c.generation
     ),
     -- Each recounted row's changed digests: copies gained (> 0) or lost (< 0).
     deltas AS (
-        SELECT x.natural_key, x.generation, d.digest,
+        SELECT x.natural_key, x.generation, d.host, d.digest,
                sum(CASE WHEN d.generation = x.generation THEN 1 ELSE -1 END) AS delta
         FROM stale_rows x JOIN wanted_digests d ON d.natural_key = x.natural_key
          AND (d.generation = x.generation OR d.generation = x.previous_generation)
@@ -145,10 +154,23 @@ FRESH_FLAGS = f"""
                md5(string_agg(hex(digest) || ':' || delta, ',' ORDER BY digest)) AS edit
         FROM deltas GROUP BY ALL
     ),
+    -- Whether a template digest changed, and how many of the page's own changed: one block
+    -- of its own lost and one gained, beside a template change, is what a line end moved by
+    -- the template's new block looks like (`LINE_END_CHECK`).
+    delta_kinds AS (
+        SELECT d.natural_key, d.generation, bool_or(t.digest IS NOT NULL) AS template_changed,
+               count(*) FILTER (WHERE t.digest IS NULL AND d.delta = 1) AS own_gained,
+               count(*) FILTER (WHERE t.digest IS NULL AND d.delta = -1) AS own_lost,
+               count(*) FILTER (WHERE t.digest IS NULL) AS own_changed
+        FROM deltas d LEFT JOIN host_templates t ON t.host = d.host AND t.digest = d.digest
+        GROUP BY d.natural_key, d.generation
+    ),
     held AS (SELECT natural_key, generation FROM host_lists
              WHERE natural_key IN (SELECT natural_key FROM stale_changes)),
     flags AS (
         SELECT x.natural_key, x.generation, e.edit, x.template_edit AS kept_edit,
+               x.recount AND k.template_changed AND k.own_gained = 1 AND k.own_lost = 1
+                   AND k.own_changed = 2 AS one_own_block,
                CASE WHEN x.recount THEN CASE WHEN n.chunks IS NOT NULL AND o.chunks IS NOT NULL
                                              THEN n.chunks <> o.chunks AND n.rest = o.rest END
                     WHEN hn.generation IS NOT NULL AND ho.generation IS NOT NULL THEN x.template_only
@@ -159,11 +181,74 @@ FRESH_FLAGS = f"""
         LEFT JOIN held hn ON hn.natural_key = x.natural_key AND hn.generation = x.generation
         LEFT JOIN held ho ON ho.natural_key = x.natural_key AND ho.generation = x.previous_generation
         LEFT JOIN edits e ON e.natural_key = x.natural_key AND e.generation = x.generation
+        LEFT JOIN delta_kinds k ON k.natural_key = x.natural_key AND k.generation = x.generation
     )
     SELECT natural_key, generation, template_only,
-           CASE WHEN template_only THEN coalesce(edit, kept_edit) END AS template_edit
+           CASE WHEN template_only THEN coalesce(edit, kept_edit) END AS template_edit,
+           coalesce(template_only = FALSE AND one_own_block, FALSE) AS line_end_check, edit
     FROM flags
 """
+
+# The rows `FRESH_FLAGS` found not template-only by one block of the page's own lost and one
+# gained beside a template change, with their previous generation and host: a text's last
+# block has no line end, so a page whose own text is one block (its title) gains one when
+# the host's new banner comes after it, and that block's digest changes though not a word
+# of the page did. `_settle_line_ends` reads their texts and counts them template-only when
+# the page's own words (the text of its non-template chunks, split at whitespace) are the
+# same on both sides. Only these rows' texts are read: a page with an edit of its own that
+# changes more than one block is not read.
+LINE_END_CHECK = """
+    SELECT f.natural_key, f.generation, s.previous_generation, p.host
+    FROM fresh_flags f JOIN stale_changes s USING (natural_key, generation)
+    JOIN host_pages p USING (natural_key) WHERE f.line_end_check ORDER BY 1, 2"""
+_CHECKED_TEXTS = """SELECT natural_key, generation, text FROM generations
+                    WHERE natural_key IN ({keys}) AND generation IN ({generations})"""
+_CHECKED_LISTS = """SELECT natural_key, generation, digests, lengths FROM chunk_lists
+                    WHERE natural_key IN ({keys}) AND generation IN ({generations})"""
+_CHECKED_TEMPLATES = "SELECT host, digest FROM host_templates WHERE list_contains(?, host)"
+
+
+def _own_words(text: str, digests: bytes, lengths: Sequence[int], template: set[bytes]) -> list[bytes]:
+    """The words of a generation's text outside its host's template chunks, in order."""
+    data = text.encode("utf-8")
+    own, at = [], 0
+    for index, length in enumerate(lengths):  # the few rows of `LINE_END_CHECK` only
+        if digests[DIGEST_BYTES * index:DIGEST_BYTES * (index + 1)] not in template:
+            own.append(data[at:at + length])
+        at += length
+    return b"".join(own).split()
+
+
+def _settle_line_ends(connection: duckdb.DuckDBPyConnection) -> None:
+    """Set template-only, with its edit, the rows of `LINE_END_CHECK` whose page's own words
+    are the same on both sides (in `fresh_flags`)."""
+    rows = connection.execute(LINE_END_CHECK).fetchall()
+    if not rows:
+        return
+    wanted: dict[str, set[int]] = {}
+    for key, generation, previous, _ in rows:
+        wanted.setdefault(key, set()).update((generation, previous))
+    lists = {(key, generation): (digests, lengths) for key, generation, digests, lengths
+             in _by_key_pairs(connection, _CHECKED_LISTS, wanted)}
+    texts = {(key, generation): (text, *lists[key, generation]) for key, generation, text
+             in _by_key_pairs(connection, _CHECKED_TEXTS, wanted)
+             if text is not None and (key, generation) in lists}
+    templates: dict[str, set[bytes]] = {}
+    for host, digest in connection.execute(_CHECKED_TEMPLATES, [sorted({row[3] for row in rows})]).fetchall():
+        templates.setdefault(host, set()).add(digest)
+    same = [(key, generation) for key, generation, previous, host in rows
+            if (key, generation) in texts and (key, previous) in texts
+            and _own_words(*texts[key, generation], templates.get(host, set()))
+            == _own_words(*texts[key, previous], templates.get(host, set()))]
+    if same:
+        keys, generations = zip(*same)
+        table = pa.table({"natural_key": pa.array(keys, pa.string()),
+                          "generation": pa.array(generations, pa.int64())})
+        with _registered(connection, "same_words", table):
+            connection.execute("""
+                UPDATE fresh_flags SET template_only = TRUE, template_edit = edit
+                FROM same_words w
+                WHERE fresh_flags.natural_key = w.natural_key AND fresh_flags.generation = w.generation""")
 
 
 def unflagged_pages(connection: duckdb.DuckDBPyConnection, besides: Sequence[str] = ()) -> list[str]:
@@ -234,6 +319,7 @@ class Templates:
         stale = None if pages is None else sorted({*pages, *_keys_of(connection, "moved_pages")})
         _gather(connection, "stale_changes", STALE_CHANGES, stale, "changes")
         connection.execute(f"CREATE OR REPLACE TEMP TABLE fresh_flags AS {FRESH_FLAGS}")
+        _settle_line_ends(connection)
         # Only the rows whose flag or edit the refresh changes are written.
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE new_flags AS

@@ -28,8 +28,12 @@ from cdc.store.lookups import (
     _one,
     _registered,
 )
+from cdc.urls import surt_key
 
 DEFAULT_KEEP = 3
+_GIVEN_TEXT = "wet"  # cdc.extract.GIVEN_TEXT: the store does not import the extraction
+_MODE_WORDS = {"main": "HTML extracted with --extract main", "whole": "HTML extracted with --extract whole",
+               _GIVEN_TEXT: "WET text (Common Crawl's own extraction)"}
 
 
 @dataclass(frozen=True)
@@ -346,12 +350,17 @@ class Writer:
             RETURNING pages.natural_key""", keys.to_pylist(), "pages")
         fresh = batch.pages.filter(pc.invert(pc.is_in(keys, value_set=pa.array([row[0] for row in updated],
                                                                                  pa.string()))))
-        with _registered(connection, "fresh_pages", fresh):
-            connection.execute("INSERT INTO pages SELECT * FROM fresh_pages")
+        if fresh.num_rows:  # a SURT per new page, made once (cdc.urls.surt_key)
+            surts = [surt_key(key) for key in fresh.column("natural_key").to_pylist()]
+            fresh = fresh.append_column("surt", pa.array(surts, pa.string()))
+            with _registered(connection, "fresh_pages", fresh):
+                connection.execute("INSERT INTO pages BY NAME SELECT * FROM fresh_pages")
         _for_keys(connection, """
             UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
             FROM batch_checked c WHERE pages.natural_key = c.natural_key AND pages.natural_key IN ({keys})""",
                   batch.checked.column("natural_key").to_pylist(), "pages")
+        if batch.removed_generations.num_rows:  # a backfill moved starts: annotations follow
+            self._follow_moved_generations(connection)
 
     # --- live fetching: conditional-request validators --------------------------------------
 
@@ -467,17 +476,41 @@ class Writer:
             self._refresh_templates(connection, None)
         self.compact()
 
-    def claim_extraction_mode(self, mode: str) -> None:
-        """Record how HTML is turned into text in this store, or refuse another way: pages
-        extracted two ways would compare as changed when only the extraction differs."""
-        with self.writing() as connection:
-            row = _one(connection.execute("SELECT value FROM meta WHERE key = 'extraction'"))
-            if row is None:
-                self.set_meta(connection, "extraction", mode)
-            elif row[0] != mode:
-                raise StoreError(
-                    f"{self.path} holds pages extracted with --extract {row[0]}, not {mode}: use "
-                    f"--extract {row[0]}, or another store (--db PATH) for {mode} extraction")
+    def check_extraction_mode(self, mode: str, connection: duckdb.DuckDBPyConnection | None = None) -> None:
+        """Refuse `mode` if this store holds text made another way: pages made text two ways
+        would compare as changed when only the extraction differs. Nothing is written: a run
+        checks before it reads, and claims the mode with its first batch
+        (`claim_extraction_mode`), so a run that fails claims nothing."""
+        held = self._extraction_mode(connection)
+        if held is None or held == mode:
+            return
+        if _GIVEN_TEXT in (held, mode):  # no --extract turns WET text into HTML or back
+            raise StoreError(
+                f"{self.path} holds {_MODE_WORDS.get(held, held)}, not {_MODE_WORDS.get(mode, mode)}: the "
+                "same page made text two ways would compare as changed; ingest these files into another "
+                "store (--db PATH)")
+        raise StoreError(f"{self.path} holds pages extracted with --extract {held}, not {mode}: use "
+                         f"--extract {held}, or another store (--db PATH) for {mode} extraction")
+
+    def claim_extraction_mode(self, mode: str, connection: duckdb.DuckDBPyConnection | None = None) -> None:
+        """Record how this store's text is made, or refuse another way (`check_extraction_mode`);
+        in `connection`'s transaction when given (a run's first batch), else in its own."""
+        if connection is None:
+            with self.writing() as own:
+                self.claim_extraction_mode(mode, own)
+            return
+        self.check_extraction_mode(mode, connection)
+        if self._extraction_mode(connection) is None:
+            self.set_meta(connection, "extraction", mode)
+
+    def _extraction_mode(self, connection: duckdb.DuckDBPyConnection | None) -> str | None:
+        if connection is None:
+            if not self.path.exists():
+                return None
+            with self.reading() as own:
+                return self._extraction_mode(own)
+        row = _one(connection.execute("SELECT value FROM meta WHERE key = 'extraction'"))
+        return row[0] if row else None
 
     def set_retention(self, policy: RetentionPolicy) -> None:
         with self.writing() as connection:
