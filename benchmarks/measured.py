@@ -14,9 +14,11 @@ only be as much faster than 1 process as this says.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -72,3 +74,66 @@ def yardstick(rounds: int = 3) -> float:
     (the best of `rounds`, one and two interleaved)."""
     times = [(_timed(1), _timed(2)) for _ in range(rounds)]
     return 2 * min(one for one, _ in times) / min(two for _, two in times)
+
+
+def load() -> str:
+    """The machine's load averages (runnable processes over 1, 5 and 15 minutes) and its
+    cores, to print beside every figure: other jobs share the cores."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"
+
+
+# Run in a child as `python -c SERIAL_SCRIPT ARGS...`: `cdc ARGS` in that process, timing the
+# CPU it spends while no task is queued for or running in a worker process (the pool's
+# `submit` and each task's end counted), and the CPU of the workers it waited for.
+SERIAL_SCRIPT = """
+import json, os, resource, sys, threading, time
+from concurrent.futures import ProcessPoolExecutor
+lock, state = threading.Lock(), {"out": 0, "serial": 0.0, "since": 0.0}
+submit = ProcessPoolExecutor.submit
+def done(_):
+    with lock:
+        state["out"] -= 1
+        if state["out"] == 0:
+            state["since"] = time.process_time()
+def counted(self, *args, **kwargs):
+    with lock:
+        if state["out"] == 0:
+            state["serial"] += time.process_time() - state["since"]
+        state["out"] += 1
+    future = submit(self, *args, **kwargs)
+    future.add_done_callback(done)
+    return future
+ProcessPoolExecutor.submit = counted
+from cdc.cli import main
+code = main(sys.argv[1:])
+own = time.process_time()
+serial = state["serial"] + (own - state["since"] if state["out"] == 0 else 0.0)
+child = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"code": code, "main": own, "workers": child.ru_utime + child.ru_stime, "serial": serial}))
+"""
+
+
+@dataclass
+class Serial:
+    """CPU seconds of one `cdc` command: its own process (start-up included), its workers,
+    and its own while no worker had a task (`serial`)."""
+
+    main: float
+    workers: float
+    serial: float
+
+    @property
+    def two_core_estimate(self) -> float:
+        """Wall seconds on two free cores, if the work done while a worker had a task were
+        shared evenly (the tasks are taken back by whichever process is free): serial + half
+        the rest. A bound from below that does not depend on what else the machine runs."""
+        return self.serial + (self.main + self.workers - self.serial) / 2
+
+
+def serial_cpu(arguments: list[str], cwd: Path) -> Serial:
+    """`python -m cdc ARGUMENTS` in a child, measured as `Serial` says."""
+    done = subprocess.run([sys.executable, "-c", SERIAL_SCRIPT, *arguments], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return Serial(found["main"], found["workers"], found["serial"])

@@ -17,9 +17,13 @@ Each peer is `python -m cdc --db STORE ingest --quiet FLAGS FILE...` in a fresh 
 fresh store, the peers round-robin, `--runs` rounds, no warm-up (a first launch is what users
 pay). Printed: median wall time, MB/s of the input as read (uncompressed), median CPU time of
 the command and its helpers, peak resident memory (the largest process, `measured.run`), and
-the 2-over-1 speed-up. The yardstick (`measured.yardstick`) is printed before and after: how
-much of a second core the machine gave pure-Python work, so a low speed-up on a machine
-that gave nothing can be told from one that cdc caused.
+the 2-over-1 speed-up. Then, once each, the CPU of `--processes 1` and of `--processes 2`'s
+two processes, with the CPU the command's own process spent while its worker had no task:
+the serial part, which two cores cannot shorten; on two free cores the run would take about
+that plus half the rest (`measured.Serial`), a figure a loaded machine changes little. The
+yardstick (`measured.yardstick`) is printed before and after: how much of a second core the
+machine gave pure-Python work, so a low speed-up on a machine that gave nothing can be told
+from one that cdc caused. The load average is printed beside each.
 
 Run from the repository root:
 
@@ -82,7 +86,7 @@ def main() -> None:
     files = inputs(args.interleaved)
     before = measured.yardstick()
     print(f"yardstick before: 2 processes did {before:.2f}x the pure-Python work of 1 "
-          "(2.00: a free second core)")
+          f"(2.00: a free second core); {measured.load()}")
     failed = False
     for name, paths in files.items():
         size = unpacked_mb(paths)
@@ -99,7 +103,8 @@ def main() -> None:
                         failed = True
                         continue
                     times[peer].append(done)
-        print(f"== {name}: {len(paths)} file(s), {size:.1f} MB as read; median of {args.runs} ==")
+        print(f"== {name}: {len(paths)} file(s), {size:.1f} MB as read; median of {args.runs}; "
+              f"{measured.load()} ==")
         print(f"{'peer':<16}{'median s':>10}{'MB/s':>8}{'CPU s':>8}{'peak MB':>9}   runs")
         medians = {}
         for peer, runs in times.items():
@@ -114,11 +119,19 @@ def main() -> None:
             ratio = medians["--processes 1"] / medians["--processes 2"]
             print(f"speed-up, --processes 2 over 1: {ratio:.2f}x (target >= {SPEEDUP_TARGET} where the "
                   f"yardstick shows a second core): {'PASS' if ratio >= SPEEDUP_TARGET else 'FAIL'}")
+        with tempfile.TemporaryDirectory() as work:
+            one, two = (measured.serial_cpu(["--db", str(Path(work) / f"{n}.duckdb"), "ingest", "--quiet",
+                                             "--processes", str(n), *map(str, paths)], ROOT) for n in (1, 2))
+        estimate = two.two_core_estimate
+        print(f"CPU s, load-independent: --processes 1 {one.main:.2f}; --processes 2: this process "
+              f"{two.main:.2f}, its worker {two.workers:.2f}, {two.serial:.2f} of it while the worker "
+              f"had no task; on two free cores about {estimate:.2f} s, {one.main / estimate:.2f}x one "
+              f"({measured.load()})")
         if "--processes 1" in medians and "default" in medians:
             ratio = medians["--processes 1"] / medians["default"]
             print(f"default over --processes 1: {ratio:.2f}x (never slower than one: >= 1.0 within noise)")
     after = measured.yardstick()
-    print(f"yardstick after: {after:.2f}x")
+    print(f"yardstick after: {after:.2f}x; {measured.load()}")
     if failed:
         sys.exit(1)
 

@@ -42,6 +42,7 @@ import argparse
 import hashlib
 import json
 import multiprocessing
+import os
 import resource
 import statistics
 import subprocess
@@ -203,7 +204,8 @@ def versus_bare(tmp: Path, runs: int, pages: int | None) -> None:
     paths = wget_crawls(pages)
     processes = default_threads()
     print(f"yardstick: CPU-bound work (sha256) on {processes} processes vs one: "
-          f"{process_yardstick(processes):.2f}x (ideal {processes}x)")
+          f"{process_yardstick(processes):.2f}x (ideal {processes}x); load average "
+          f"{' '.join(f'{load:.1f}' for load in os.getloadavg())}")
     bare_times, cdc_times, bare_cpu, cdc_cpu, reports = [], [], [], [], []
     seen = (0, 0)
     for run in range(runs):
@@ -231,6 +233,7 @@ def versus_bare(tmp: Path, runs: int, pages: int | None) -> None:
           f"({statistics.median(cdc_cpu) / statistics.median(bare_cpu):.2f}x bare's: the wall-time ratio "
           f"cannot pass {processes * statistics.median(bare_cpu) / statistics.median(cdc_cpu):.2f}x on "
           f"{processes} cores)")
+    print(f"  load average at the end: {' '.join(f'{load:.1f}' for load in os.getloadavg())}")
     print(f"  peak RSS of cdc ingest: {max(r['hwm'] for r in reports):.0f} MB (its worker: "
           f"{max(r['children'] for r in reports):.0f} MB)")
 

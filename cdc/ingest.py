@@ -7,11 +7,13 @@ normalise, digest, chunk, put each fetch in its place, compare with exact edits)
 everything in one transaction. Re-ingesting the same input changes nothing, and the store
 ends the same for any order and split of the records.
 
-The per-page work is pure, so with `workers` above 1 it runs in forked worker processes,
-pages spread over them by size, while this process reads, plans and writes. The next
-batch's records are extracted (HTML to text, or JSON to normalised text) in a worker while
-this process builds its share of the current batch and writes it: that work needs nothing
-from the store, so it may run ahead; one batch ahead at most, so memory stays flat. A bad record
+The per-page work is pure, so with `workers` above 1 it is queued for forked worker
+processes in small tasks of about equal size, while this process reads, plans and writes,
+and takes back the tasks no worker has started once it has time (`cdc.worktasks`): the
+work is shared by what each process has time for. The next batch's records are extracted
+(HTML to text, or JSON to normalised text) in the workers while this process writes the
+current batch and reads the next: that work needs nothing from the store, so it may run
+ahead; one batch ahead at most, so memory stays flat. A bad record
 (malformed JSON, no or invalid URL, no or unreadable fetch time) is skipped, counted and
 reported with its line; every good record around it is stored. So is a fetch time more than
 a day in the future: a clock or a parser gone wrong, which would otherwise stand as the
@@ -24,9 +26,10 @@ import itertools
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pyarrow as pa
 
@@ -52,6 +55,7 @@ from cdc.versions import (
     content_of,
 )
 from cdc.warc import RawPage, Revisit
+from cdc.worktasks import Tasks, share_out
 
 __all__ = [
     "NEW",
@@ -79,6 +83,9 @@ BATCH_BYTES = 16 << 20
 # compiled ahead of time (380 MB with Numba's JIT loaded); 32 MB added about 50 MB.
 WARC_BATCH_BYTES = 16 << 20
 PARALLEL_MIN_BYTES = 4 << 20  # a smaller batch is not worth the trip to worker processes
+# With workers, the first batch is this part of the others (at least PARALLEL_MIN_BYTES): the
+# workers have nothing to do while this process reads it (0.4 s of the corpus at 16 MB).
+FIRST_BATCH_PART = 4
 FUTURE_SLACK = timedelta(days=1)  # a fetch time later than this after now is refused
 # A record's place in the input: the input's number, then the record's within it, the same
 # for every way of ingesting (a cluster numbers its shards so): it orders two fetches of a
@@ -297,18 +304,6 @@ def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
     return columns.tables()
 
 
-def share_out(weights: Sequence[int], bins: int) -> list[list[int]]:
-    """Indexes of `weights` dealt into `bins` of about equal total: heaviest first, each to
-    the lightest bin so far (the first of equals). Each bin's indexes come heaviest first."""
-    shares: list[list[int]] = [[] for _ in range(bins)]
-    loads = [0] * bins
-    for number in sorted(range(len(weights)), key=lambda n: -weights[n]):
-        lightest = loads.index(min(loads))
-        shares[lightest].append(number)
-        loads[lightest] += weights[number]
-    return shares
-
-
 def _weight(work: PageWork) -> int:
     return sum(record.size for record in work.records) + sum(
         len(generation.text or b"") for generation in (work.state.generations if work.state else []))
@@ -325,11 +320,24 @@ def prepare_records(payloads: list[dict | RawLine | RawPage]) -> list[Prepared |
     return prepared
 
 
-def _with_prepared(batch: list[tuple], prepared: list[Prepared | None]) -> list[tuple]:
-    """A batch's entries with the contents prepared ahead in their records' place (and no
-    parsed record, which would be normalised again where the page is built)."""
-    return [entry if ready is None else (entry[0], entry[1], replace(entry[2], payload=ready), None)
-            for entry, ready in zip(batch, prepared, strict=True)]
+@dataclass
+class _Ahead:
+    """A batch's extraction queued ahead (`Ingester._prepare_ahead`), by its records' sequence."""
+
+    tasks: Tasks
+    sequences: list[int]
+
+    def ready(self) -> dict[int, Prepared]:
+        """Each record's prepared content, by sequence (none for a record that turned out bad)."""
+        results = self.tasks.results(len(self.sequences))
+        return {sequence: prepared for sequence, prepared in zip(self.sequences, results, strict=True)
+                if prepared is not None}
+
+
+def _with_ready(work: PageWork, ready: dict[int, Prepared]) -> PageWork:
+    """A page's work with the contents prepared ahead in its records' place."""
+    return replace(work, records=[replace(record, payload=ready[record.sequence]) if record.sequence in ready
+                                  else record for record in work.records])
 
 
 def _parsed_here(work: PageWork, parsed: dict[int, dict | None]) -> PageWork:
@@ -461,7 +469,7 @@ class Ingester:
         self.workers = max(1, workers)
         self.summary = IngestSummary()
         self._pool: ProcessPoolExecutor | None = None
-        self._ahead: list[tuple[list[int], Future]] = []  # the next batch's contents, by worker
+        self._ahead: Tasks | None = None  # the next batch's extraction, queued for the workers
 
     def run(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> IngestSummary:
         """Ingest records as one input, as one run."""
@@ -471,18 +479,18 @@ class Ingester:
         """Ingest the records of several inputs (files), in order, as one run: each record
         numbered by its input and its place in it (`INPUT_SHIFT`), as a cluster numbers them."""
         numbered = (pair for number, items in enumerate(inputs) for pair in _numbered(number, items))
-        if self._own_run:
-            self.run_id = self.store.start_run(self.label, self.inputs)
         try:
             batches = self._batches(numbered)
             current = next(batches, None)
+            self._prepare_ahead(current)  # the workers extract the first batch while the run starts
+            if self._own_run:
+                self.run_id = self.store.start_run(self.label, self.inputs)
             while current is not None:
-                following = next(batches, None)  # read ahead: see _prepare_ahead
-                self._ingest(*current, ahead=following)
+                # The next batch is read once this one's work is queued for the workers.
+                current = self._ingest(*current, read_next=lambda: next(batches, None))
                 self.summary.batches += 1
                 if self.on_batch:
                     self.on_batch(self.summary)
-                current = following
         except BaseException:
             self._close_pool(abandon=True)
             raise
@@ -518,6 +526,10 @@ class Ingester:
                  ) -> Iterator[tuple[list, int]]:
         batch: list[tuple[str, str | None, Pending, dict]] = []
         size = 0
+        # With workers, the first batch is smaller: they wait while it is read.
+        limit = self.batch_bytes
+        if self.workers > 1:
+            limit = min(limit, max(PARALLEL_MIN_BYTES, limit // FIRST_BATCH_PART))
         for sequence, item in numbered:
             if isinstance(item, BadRecord):
                 self.summary.bad.append(item)
@@ -529,29 +541,29 @@ class Ingester:
                 continue
             batch.append(triaged)
             size += triaged[2].size
-            if len(batch) >= self.batch_records or size >= self.batch_bytes:
+            if len(batch) >= self.batch_records or size >= limit:
                 yield batch, size
-                batch, size = [], 0
+                batch, size, limit = [], 0, self.batch_bytes
         if batch:
             yield batch, size
 
     def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int,
-                ahead: tuple[list, int] | None = None) -> None:
-        """Read, build and write one batch; `ahead`, the next one, starts its extraction in a
-        worker once this batch's shares are handed out."""
-        if self._ahead:
-            prepared: list[Prepared | None] = [None] * len(batch)
-            for numbers, future in self._ahead:
-                for number, ready in zip(numbers, future.result(), strict=True):
-                    prepared[number] = ready
-            batch = _with_prepared(batch, prepared)
-            self._ahead = []
-        groups = by_page(batch)
+                read_next: Callable[[], tuple[list, int] | None]) -> tuple[list, int] | None:
+        """Read, build and write one batch; the next one (`read_next`), read while the workers
+        build this one, starts its extraction in the workers (`_prepare_ahead`) and is returned."""
         with self.store.write_lock():
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:  # extracted ahead: the tasks no worker has started are done here
+                ahead.tasks.take_back_all()
+            groups = by_page(batch)
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
             parsed = {entry[2].sequence: entry[3] for entry in batch}
-            outcomes = self._build(pages, size, parsed, ahead)
+            if ahead is not None:
+                ready = ahead.ready()
+                pages = [_with_ready(work, ready) for work in pages]
+                parsed.update((sequence, None) for sequence in ready)  # built from what is ready
+            outcomes, following = self._build(pages, size, parsed, read_next)
             if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:
                 self._rebuild(pages, outcomes, again, parsed)
             for outcome in outcomes:
@@ -564,6 +576,7 @@ class Ingester:
                 self.store.write(connection, tables)
         if self.on_write:
             self.on_write(tables)
+        return following
 
     def _rebuild(self, pages: list[PageWork], outcomes: list[PageOutcome], again: list[int],
                  parsed: dict[int, dict | None]) -> None:
@@ -589,48 +602,42 @@ class Ingester:
         return self._pool
 
     def _prepare_ahead(self, ahead: tuple[list, int] | None) -> None:
-        """Start extracting the next batch's records in the workers (`prepare_records`),
-        queued after this batch's shares: it needs nothing from the store, so it overlaps this
-        process's own share, its write and its reading of the batch after. The records are
-        dealt by size into one share more than there are processes; this process keeps the
-        first, extracted where its page is built. Measured on the docs crawls with 2
-        processes (CPU seconds, this process to the worker): nothing ahead 6.7 to 3.7, the
-        whole batch ahead 4.4 to 7.2, half of it 6.2 to 4.6, two thirds 5.4 to 5.8: this
-        process's reading and writing weigh about a third of the extraction.
-        Only where a batch is worth the trip (`PARALLEL_MIN_BYTES`)."""
+        """Queue the next batch's extraction (`prepare_records`) for the workers, after this
+        batch's build: it needs nothing from the store, so it overlaps this process's write
+        and its reading of the batch after. This process takes back the tasks no worker has
+        started (`cdc.worktasks`) before it builds the next. Only where a batch is worth the
+        trip (`PARALLEL_MIN_BYTES`)."""
         if ahead is None or self.workers < 2 or ahead[1] < PARALLEL_MIN_BYTES:
             return
         entries = ahead[0]
-        shares = share_out([entry[2].size for entry in entries], self.workers + 1)
-        pool = self._workers()
-        self._ahead = [(numbers, pool.submit(prepare_records, [entries[n][2].payload for n in numbers]))
-                       for numbers in shares[1:] if numbers]
+        here = [entry[3] or entry[2].payload for entry in entries]  # parsed already, where it was
+        tasks = Tasks(self._workers(), prepare_records, [entry[2].payload for entry in entries],
+                      [entry[2].size for entry in entries], self.workers,
+                      here=lambda part: prepare_records([here[n] for n in part]))
+        self._ahead = _Ahead(tasks, [entry[2].sequence for entry in entries])
 
     def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None],
-               ahead: tuple[list, int] | None = None) -> list[PageOutcome]:
-        """`build_pages` in this process, or spread over worker processes by size. Pages built
-        here use the records parsed (or prepared) already; pages sent to a worker travel as
-        raw lines or prepared contents."""
+               read_next: Callable[[], tuple[list, int] | None]
+               ) -> tuple[list[PageOutcome], tuple[list, int] | None]:
+        """`build_pages` in this process, or queued for the worker processes in tasks of
+        about equal size, of which this process takes back those no worker has started once
+        it has read the next batch (`cdc.worktasks`); and the next batch. Pages built here use
+        the records parsed (or prepared) already; pages sent to a worker travel as raw lines or
+        prepared contents."""
 
-        def parsed_here(work: PageWork) -> PageWork:
-            return _parsed_here(work, parsed)
+        def built_here(part: list[int]) -> list[PageOutcome]:
+            return build_pages([_parsed_here(pages[n], parsed) for n in part], self.params)
 
         if self.workers < 2 or size < PARALLEL_MIN_BYTES or len(pages) < 2:
-            self._prepare_ahead(ahead)
-            return build_pages([parsed_here(work) for work in pages], self.params)
-        slices = [part for part in share_out([_weight(work) for work in pages], self.workers) if part]
-        pool = self._workers()
-        # This process takes the first share itself, rather than wait: one process fewer,
-        # and that share's pages never travel between processes.
-        futures = [pool.submit(build_pages, [pages[n] for n in part], self.params)
-                   for part in slices[1:]]
-        self._prepare_ahead(ahead)
-        outputs = [build_pages([parsed_here(pages[n]) for n in slices[0]], self.params)]
-        outputs += [future.result() for future in futures]
-        outcomes: list[PageOutcome | None] = [None] * len(pages)
-        for part, output in zip(slices, outputs):
-            for number, outcome in zip(part, output):
-                outcomes[number] = outcome
-        return outcomes
-
-
+            following = read_next()
+            self._prepare_ahead(following)
+            return built_here(list(range(len(pages)))), following
+        build = Tasks(self._workers(), partial(build_pages, params=self.params), pages,
+                      [_weight(work) for work in pages], self.workers, here=built_here)
+        following = read_next()
+        self._prepare_ahead(following)
+        # The next batch's extraction is left to the workers, not taken back while this
+        # process waits: they do it while this process writes (measured on the corpus, taking
+        # it back left them idle for the write).
+        build.take_back_all()
+        return build.results(len(pages)), following

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from cdc.chunking import Chunk, ChunkParams, chunk_many
-from cdc.chunks import DIGEST_SIZE, chunks_from_lengths, stored_columns
+from cdc.chunks import Chunks, chunks_from_lengths, stored_columns
 from cdc.collector import collector_paused
 from cdc.compare import ChangeReport, compare
 from cdc.normalize import content_digest, content_for_chunking
@@ -367,10 +367,9 @@ class _Versions:
         return None, DIGESTS
 
 
-def _chunks_of(digests: bytes, lengths: list[int]) -> list[Chunk]:
+def _chunks_of(digests: bytes, lengths: list[int]) -> Chunks:
     """The chunks of a stored chunk list: its digests end to end, and its lengths."""
-    return chunks_from_lengths([digests[at:at + DIGEST_SIZE] for at in range(0, len(digests), DIGEST_SIZE)],
-                               lengths)
+    return chunks_from_lengths(digests, lengths)
 
 
 def _remeasured(plan: _Plan, number: int) -> bool:

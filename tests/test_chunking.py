@@ -450,3 +450,17 @@ def test_a_large_input_streams_in_memory_bounded_by_max_size():
     finally:
         tracemalloc.stop()
     assert total == 100 * block
+
+
+def test_chunks_from_lengths_are_columns_equal_to_the_chunks_they_describe():
+    """A stored chunk list becomes a `Chunks` (the columns compare reads without a `Chunk`
+    per chunk), equal to the chunks it was stored from, from a digest list or one blob."""
+    from cdc.chunks import Chunks, chunks_from_lengths, stored_columns
+
+    chunks = chunk_content(b"The quick brown fox jumps over the lazy dog. " * 400)
+    digests, lengths = stored_columns(chunks)
+    for stored in (digests, [digests[at:at + 16] for at in range(0, len(digests), 16)]):
+        rebuilt = chunks_from_lengths(stored, lengths)
+        assert isinstance(rebuilt, Chunks)
+        assert list(rebuilt) == list(chunks)
+    assert list(chunks_from_lengths(b"", [])) == []
