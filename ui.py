@@ -69,7 +69,7 @@ class CachedStore:
     READS = frozenset({
         "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
         "verdict_counts", "biggest_changes", "host_activity", "time_span", "match_pages", "runs",
-        "run_on", "site_diff", "pages_with_digest", "needs_upgrade",
+        "run_on", "site_diff", "pages_with_digest", "needs_upgrade", "search_words", "watches", "watch_hits",
     })
 
     def __init__(self, store: Store) -> None:

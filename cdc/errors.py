@@ -46,3 +46,7 @@ class RunError(CdcError):
 
 class RunNotFoundError(RunError):
     """The store has no run of that id or label."""
+
+
+class SearchError(CdcError):
+    """A search or a watch that cannot be run as given: no phrase, too long, an unknown watch."""

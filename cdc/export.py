@@ -43,6 +43,9 @@ def _cell(value: object) -> str:
     return neutralise(str(value))
 
 
+csv_cell = _cell  # a value as a CSV cell, for the other CSV writers (`cdc.search.hits_csv`)
+
+
 def write_changes_csv(rows: Iterable[ChangeRow], out: TextIO) -> int:
     """Write the header and one line per change; returns the number of rows written."""
     writer = csv.writer(out, lineterminator="\r\n")

@@ -13,6 +13,7 @@
   setting its hosts' template-only flags;
 - `templates`: each host's template and the change rows' template-only flags, stored, and
   refreshed where the chunk lists change (a run's end, prune, migrate, erase, an upgrade);
+- `search`: the words each change added and removed, searched; the watches and their hits;
 - `sitediff`: the runs as the CLI and the dashboard read them, and what changed on a site
   between two runs;
 - `layout` and `lookups`: the `chunk_lists` row (digests end to end, lengths) cut into
@@ -44,6 +45,7 @@ from cdc.store.reads import (
 )
 from cdc.store.runs import Runs
 from cdc.store.schema import INDEXES, SCHEMA, SCHEMA_VERSION, TABLES, Schema
+from cdc.store.search import ADDED, REMOVED, SIDES, Search, StoredWatch, WatchHitRow, WordsFilter, WordsMatch
 from cdc.store.sitediff import ChangedPage, RunInfo, SiteDiff, SiteDiffs, TemplateChange
 from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Templates
 from cdc.store.writer import (
@@ -57,7 +59,7 @@ from cdc.store.writer import (
 )
 
 
-class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs):
+class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs, Search):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
@@ -70,12 +72,15 @@ class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs):
 
 
 __all__ = [
+    "ADDED",
     "BOILERPLATE_MIN_PAGES",
     "BOILERPLATE_SHARE",
     "DEFAULT_KEEP",
     "INDEXES",
+    "REMOVED",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SIDES",
     "TABLES",
     "ChangeRow",
     "ChangedPage",
@@ -94,8 +99,12 @@ __all__ = [
     "StoreError",
     "StoreNotFoundError",
     "StoredRow",
+    "StoredWatch",
     "TemplateChange",
     "Version",
+    "WatchHitRow",
+    "WordsFilter",
+    "WordsMatch",
     "WriteBatch",
     "digest_list",
 ]

@@ -31,6 +31,13 @@ Tables (all times UTC):
 - `runs`: one row per ingest or fetch run: label, start and end, inputs, counts.
 - `page_runs`: one row per page and run that saw it: the latest fetch of the page in that run
   and its content digest. What changed on a site between two runs is a join of two runs' rows.
+- `change_words`: one row per change measured with exact edits that added or removed words:
+  the text and the words of each side (`cdc.editwords`), and the run that measured it. Kept
+  with the change row (retention trims texts, not what a change said), erased with the page.
+  The words are uncompressed, as the texts are, so an erasure can be checked in the file; the
+  text as on the page (what excerpts show) is compressed (zstd): half the table's bytes.
+- `watches`: one row per saved search (`cdc.search.Watch`): its name and query as JSON.
+- `watch_hits`: one row per hit of a watch at a run's end: the run, the change and the side.
 
 A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
 numbers order as fetch times do and never come to name another version.
@@ -52,8 +59,9 @@ from cdc.store.writer import RetentionPolicy
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
 # 3: generations numbered by capture time, the fetches and runs recorded; 4: the hosts'
-#    templates and the change rows' template-only flags stored.
-SCHEMA_VERSION = 4
+#    templates and the change rows' template-only flags stored; 5: the changes' words and
+#    the watches (and the other additions of round 3, each in `UPGRADE_TO_5`).
+SCHEMA_VERSION = 5
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
@@ -87,6 +95,32 @@ CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
 # The seed's `content_chunks`, a row per chunk, from the list rows.
 CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
     SELECT natural_key, generation, chunk_index, digest, length FROM {_chunks_of("chunk_lists")}"""
+
+# Search (`cdc.search`): the words each change added and removed, and the saved searches
+# with their hits per run.
+SEARCH_TABLES = [
+    """CREATE TABLE IF NOT EXISTS change_words (
+        natural_key VARCHAR NOT NULL,
+        generation BIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        added_text VARCHAR USING COMPRESSION zstd,
+        removed_text VARCHAR USING COMPRESSION zstd,
+        added_words VARCHAR USING COMPRESSION uncompressed,
+        removed_words VARCHAR USING COMPRESSION uncompressed
+    )""",
+    """CREATE TABLE IF NOT EXISTS watches (
+        name VARCHAR NOT NULL,
+        query VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS watch_hits (
+        name VARCHAR NOT NULL,
+        run INTEGER NOT NULL,
+        natural_key VARCHAR NOT NULL,
+        generation BIGINT NOT NULL,
+        side VARCHAR NOT NULL
+    )""",
+]
 
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
@@ -163,6 +197,7 @@ SCHEMA = [
         fetched_at TIMESTAMP NOT NULL,
         content_digest BLOB NOT NULL
     )""",
+    *SEARCH_TABLES,
 ]
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
@@ -176,12 +211,14 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
     "CREATE INDEX IF NOT EXISTS changes_key ON changes (natural_key)",
     "CREATE INDEX IF NOT EXISTS fetches_key ON fetches (natural_key)",
+    "CREATE INDEX IF NOT EXISTS change_words_key ON change_words (natural_key)",
 ]
 
 # The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
 # the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
-STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "change_words",
+                 "watch_hits")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -245,6 +282,14 @@ UPGRADE_TO_TEMPLATES = [
     "UPDATE changes SET template_only = NULL, template_edit = NULL",  # every row counted anew
     next(statement for statement in SCHEMA if "host_templates" in statement),
     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+]
+
+# Schema 4 to 5: each helper's addition its own entry of idempotent statements, so that they
+# compose in one upgrade; then `_upgrade` fills what needs this cdc's code (the words of the
+# changes whose two texts are retained, `Search.fill_change_words`).
+UPGRADE_TO_5 = [
+    SEARCH_TABLES,
+    ["UPDATE meta SET value = '5' WHERE key = 'schema_version'"],
 ]
 
 SPEC_VERSIONS = re.compile(r"gear64-v(\d+)/.*/norm-v(\d+)")  # chunker and normalisation versions
@@ -315,8 +360,9 @@ class Schema:
         was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
         and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
-        and the template-only flags are counted (`cdc.store.templates`). A rewrite of the
-        tables: seconds for a million rows."""
+        and the template-only flags are counted (`cdc.store.templates`). Schema 4 to 5: the
+        round-3 tables, and the words of the changes whose two texts are retained. A rewrite
+        of the tables: seconds for a million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
             if version < 2:
@@ -324,9 +370,14 @@ class Schema:
                     connection.execute(statement)
             if version < 3:
                 self._renumber(connection)
-            for statement in UPGRADE_TO_TEMPLATES:
-                connection.execute(statement)
-            self._refresh_templates(connection, None)
+            if version < 4:
+                for statement in UPGRADE_TO_TEMPLATES:
+                    connection.execute(statement)
+                self._refresh_templates(connection, None)
+            for addition in UPGRADE_TO_5:
+                for statement in addition:
+                    connection.execute(statement)
+            self.fill_change_words(connection)
         except BaseException:
             connection.execute("ROLLBACK")
             raise

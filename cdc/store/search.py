@@ -1,0 +1,274 @@
+"""The changes' words and the watches: the SQL behind `cdc.search`.
+
+Layout, measured on the 100,000-page synthetic store with edit text (`benchmarks/search.py`):
+a search is `contains(side_words, ' phrase ')` over one column of `change_words`, a scan.
+DuckDB scans a string column at well over a GB/s a core, the words of a change are its edits
+(tens of bytes for most changes, a page for a rewrite), so a scan of every change's words is
+tens of milliseconds, common word or rare phrase alike, and the filters (host, verdict, run,
+time, template-only) are a join with `changes` and `pages` of the rows that matched. The
+alternatives cost more for the same answers: DuckDB's `fts` extension ranks documents by
+BM25 and has no phrase or substring query (and is a download), and a table of a row per
+word with an index makes ingest write one row (and an index entry) per word, and a phrase a
+join per word. A watch reads only its run's rows: `run` ascends as rows are appended, so
+DuckDB's zone maps skip the row groups of other runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import duckdb
+import pyarrow as pa
+
+from cdc.store.lookups import _key_table, _one, _registered
+
+FILL_PAGES_PER_STEP = 1_000  # pages whose words are computed at a time by the upgrade
+
+ADDED, REMOVED = "added", "removed"
+SIDES = (ADDED, REMOVED)
+
+
+@dataclass(frozen=True)
+class WordsMatch:
+    """One side of a change whose words hold a search's phrase, as the store has it."""
+
+    natural_key: str
+    url: str
+    host: str
+    generation: int
+    previous_generation: int | None
+    fetched_at: datetime
+    verdict: str
+    template_only: bool | None
+    run: int
+    side: str  # added or removed
+    text: str  # the side's edits as on the page, a line each
+    total: int  # matches of the whole search, before limit and offset
+
+
+@dataclass(frozen=True)
+class StoredWatch:
+    name: str
+    query: str  # JSON of the watch's search (`cdc.search.SearchQuery`)
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class WatchHitRow:
+    name: str
+    run: int
+    natural_key: str
+    url: str
+    generation: int
+    previous_generation: int | None
+    side: str
+    text: str | None  # the side's edits; None where the page's words are gone (re-measured)
+
+
+@dataclass(frozen=True)
+class WordsFilter:
+    """What `search_words` matches: a side's words (from `cdc.editwords.search_words`; both
+    sides given: a change must match both), and the change rows' filters."""
+
+    added: str | None = None
+    removed: str | None = None
+    either: str | None = None
+    host: str | None = None
+    run: int | None = None  # the run that measured the change
+    since: datetime | None = None
+    until: datetime | None = None
+    verdicts: tuple[str, ...] = ()
+    include_template: bool = False
+
+
+def _matching(words: WordsFilter) -> tuple[str, list]:
+    """The rows of `change_words` (with a `side`) whose words hold the filter's phrases."""
+    parts, values = [], []
+    wanted = [(side, phrase) for side, phrase in ((ADDED, words.added), (REMOVED, words.removed)) if phrase]
+    wanted += [(side, words.either) for side in SIDES] if words.either else []
+    run = "AND run = ?" if words.run is not None else ""
+    for side, phrase in wanted:
+        parts.append(f"""SELECT natural_key, generation, run, '{side}' AS side, {side}_text AS text
+                         FROM change_words WHERE contains({side}_words, ?) {run}""")
+        values += [phrase] + ([words.run] if words.run is not None else [])
+    query = " UNION ALL ".join(parts)
+    if words.added and words.removed:  # both said: the changes that did both
+        query = f"""SELECT * FROM ({query})
+                    QUALIFY count(DISTINCT side) OVER (PARTITION BY natural_key, generation) = 2"""
+    return query, values
+
+
+def _change_conditions(words: WordsFilter) -> tuple[str, list]:
+    conditions, values = [], []
+    if not words.include_template:
+        conditions.append("c.template_only IS NOT TRUE")
+    if words.host:
+        conditions.append("p.host = ?")
+        values.append(words.host)
+    if words.since:
+        conditions.append("c.fetched_at >= ?")
+        values.append(words.since)
+    if words.until:
+        conditions.append("c.fetched_at < ?")
+        values.append(words.until)
+    if words.verdicts:
+        conditions.append("list_contains(?, c.verdict)")
+        values.append(list(words.verdicts))
+    return ("WHERE " + " AND ".join(conditions)) if conditions else "", values
+
+
+_MATCH_COLUMNS = """m.natural_key, p.url, p.host, m.generation, c.previous_generation, c.fetched_at,
+                    c.verdict, c.template_only, m.run, m.side, m.text"""
+
+
+def _matches_query(words: WordsFilter) -> tuple[str, list]:
+    matching, values = _matching(words)
+    where, more = _change_conditions(words)
+    return f"""SELECT {_MATCH_COLUMNS} FROM ({matching}) m
+               JOIN changes c USING (natural_key, generation)
+               JOIN pages p ON p.natural_key = m.natural_key {where}""", values + more
+
+
+class Search:
+    """The changes' words and the watches, mixed into `Store`."""
+
+    # --- words -------------------------------------------------------------------------------
+
+    def search_words(self, words: WordsFilter, limit: int | None = None, offset: int = 0) -> list[WordsMatch]:
+        """The sides of changes whose words hold the phrases, newest change first."""
+        query, values = _matches_query(words)
+        tail = ""
+        if limit is not None:
+            tail = "LIMIT ? OFFSET ?"
+            values += [limit, offset]
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                SELECT *, count(*) OVER () FROM ({query})
+                ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}""", values).fetchall()
+        return [WordsMatch(*row) for row in rows]
+
+    def replace_words(self, connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
+        """The words of the changes in `words` (`change_words` rows) replaced: re-measured by
+        `cdc migrate`, each keeping the run that first measured it where it had words."""
+        with _registered(connection, "new_words", words):
+            connection.execute("""
+                CREATE OR REPLACE TEMP TABLE replaced_words AS
+                SELECT n.* REPLACE (coalesce(o.run, n.run) AS run) FROM new_words n
+                LEFT JOIN change_words o USING (natural_key, generation)""")
+            connection.execute("""
+                DELETE FROM change_words USING new_words n
+                WHERE change_words.natural_key = n.natural_key AND change_words.generation = n.generation""")
+            connection.execute("INSERT INTO change_words SELECT * FROM replaced_words")
+            connection.execute("DROP TABLE replaced_words")
+
+    def fill_change_words(self, connection: duckdb.DuckDBPyConnection) -> int:
+        """The words of every change measured with exact edits whose two texts and chunk lists
+        are still retained, and that has none yet (a store made before words were kept),
+        computed as ingest computes them; returns the rows written. The rest (a previous text
+        trimmed by retention) cannot be searched: their edits are not known any more."""
+        from cdc.chunks import DIGEST_SIZE, chunks_from_lengths
+        from cdc.compare import compare
+        from cdc.editwords import edit_words
+        from cdc.ingest import words_table
+
+        pairs = connection.execute("""
+            SELECT c.natural_key, c.generation, c.previous_generation, coalesce(g.first_run, 0)
+            FROM changes c
+            JOIN generations g ON g.natural_key = c.natural_key AND g.generation = c.generation
+            JOIN generations o ON o.natural_key = c.natural_key AND o.generation = c.previous_generation
+            WHERE c.measure = 'edits' AND g.text IS NOT NULL AND o.text IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM change_words w
+                              WHERE w.natural_key = c.natural_key AND w.generation = c.generation)
+            ORDER BY c.natural_key, c.generation""").fetchall()
+        written = 0
+        keys = sorted({pair[0] for pair in pairs})
+        for start in range(0, len(keys), FILL_PAGES_PER_STEP):
+            part = set(keys[start:start + FILL_PAGES_PER_STEP])
+            with _registered(connection, "filled_keys", _key_table(sorted(part))):
+                held = {(key, generation): rest for key, generation, *rest in connection.execute("""
+                    SELECT g.natural_key, g.generation, encode(g.text), l.digests, l.lengths
+                    FROM generations g JOIN filled_keys k USING (natural_key)
+                    JOIN chunk_lists l ON l.natural_key = g.natural_key AND l.generation = g.generation
+                    WHERE g.text IS NOT NULL""").fetchall()}
+            rows = []
+            for key, generation, previous, run in (pair for pair in pairs if pair[0] in part):
+                old, new = held.get((key, previous)), held.get((key, generation))
+                if old is None or new is None:
+                    continue
+                old_chunks, new_chunks = (chunks_from_lengths(
+                    [digests[at:at + DIGEST_SIZE] for at in range(0, len(digests), DIGEST_SIZE)], lengths)
+                    for _, digests, lengths in (old, new))
+                report = compare(old_chunks, new_chunks, old_text=old[0], new_text=new[0])
+                found = edit_words(key, generation, run, report.edits, old[0], new[0])
+                if found is not None:
+                    rows.append(found)
+            if rows:
+                with _registered(connection, "filled_words", words_table(rows)):
+                    connection.execute("INSERT INTO change_words SELECT * FROM filled_words")
+            written += len(rows)
+        return written
+
+    # --- watches -----------------------------------------------------------------------------
+
+    def watches(self) -> list[StoredWatch]:
+        with self.reading() as connection:
+            return [StoredWatch(*row) for row in connection.execute(
+                "SELECT name, query, created_at FROM watches ORDER BY name").fetchall()]
+
+    def add_watch(self, name: str, query: str, created_at: datetime) -> bool:
+        """Save a watch; False (and nothing written) when one of that name exists."""
+        with self.writing() as connection:
+            if _one(connection.execute("SELECT 1 FROM watches WHERE name = ?", [name])):
+                return False
+            connection.execute("INSERT INTO watches VALUES (?, ?, ?)", [name, query, created_at])
+        return True
+
+    def remove_watch(self, name: str) -> bool:
+        """Remove a watch and its hits; False when there is none of that name."""
+        with self.writing() as connection:
+            if not _one(connection.execute("SELECT 1 FROM watches WHERE name = ?", [name])):
+                return False
+            connection.execute("DELETE FROM watches WHERE name = ?", [name])
+            connection.execute("DELETE FROM watch_hits WHERE name = ?", [name])
+        return True
+
+    def _record_watch_hits(self, connection: duckdb.DuckDBPyConnection, run: int) -> None:
+        """The hits of each watch among the changes run `run` measured, recorded for the run
+        (in the run's end's transaction: a run ends with its hits or not at all)."""
+        from cdc.search import SearchQuery
+
+        connection.execute("DELETE FROM watch_hits WHERE run = ?", [run])
+        for name, query in connection.execute("SELECT name, query FROM watches ORDER BY name").fetchall():
+            words = replace(SearchQuery.from_json(query).words_filter(), run=run)
+            query, values = _matches_query(words)
+            connection.execute(f"""INSERT INTO watch_hits SELECT ?, run, natural_key, generation, side
+                                   FROM ({query})""", [name, *values])
+
+    def watch_hits(self, name: str | None = None, run: int | None = None) -> list[WatchHitRow]:
+        """Recorded hits, by run, then page and side; of one watch, of one run."""
+        conditions, values = [], []
+        if name is not None:
+            conditions.append("h.name = ?")
+            values.append(name)
+        if run is not None:
+            conditions.append("h.run = ?")
+            values.append(run)
+        where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+        with self.reading() as connection:
+            rows = connection.execute(f"""
+                SELECT h.name, h.run, h.natural_key, p.url, h.generation, c.previous_generation, h.side,
+                       CASE h.side WHEN 'added' THEN w.added_text ELSE w.removed_text END
+                FROM watch_hits h JOIN pages p USING (natural_key)
+                LEFT JOIN changes c ON c.natural_key = h.natural_key AND c.generation = h.generation
+                LEFT JOIN change_words w ON w.natural_key = h.natural_key AND w.generation = h.generation
+                {where} ORDER BY h.run, h.name, h.natural_key, h.generation, h.side""", values).fetchall()
+        return [WatchHitRow(*row) for row in rows]
+
+    def watch_hit_counts(self, runs: Sequence[int]) -> dict[tuple[str, int], int]:
+        """(watch, run): hits, for the watches that hit in `runs`."""
+        with self.reading() as connection:
+            return {(name, run): count for name, run, count in connection.execute(
+                "SELECT name, run, count(*) FROM watch_hits WHERE list_contains(?, run) GROUP BY ALL",
+                [list(runs)]).fetchall()}
