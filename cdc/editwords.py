@@ -96,7 +96,14 @@ def edit_words(natural_key: str, generation: int, run: int, edits: Sequence[Edit
                old_text: bytes, new_text: bytes) -> EditWords | None:
     """The `change_words` row of a change measured with exact edits; None when its edits add
     and remove no words (only moves, or none)."""
-    added, removed = _pieces(edits, new_text, True), _pieces(edits, old_text, False)
+    return words_row(natural_key, generation, run, _pieces(edits, new_text, True),
+                     _pieces(edits, old_text, False))
+
+
+def words_row(natural_key: str, generation: int, run: int, added: Sequence[str],
+              removed: Sequence[str]) -> EditWords | None:
+    """The `change_words` row of a change's added and removed pieces of text (whitespace
+    runs made one space); None when there are none."""
     if not added and not removed:
         return None
     return EditWords(natural_key, generation, run, "\n".join(added), "\n".join(removed),

@@ -24,6 +24,7 @@ from cdc.store import RetentionPolicy, Store
 from cdc.store.schema import SEARCH_TABLES
 from tests import crawlgen, sitecrawl, storerows, textgen
 from tests.sitecrawl import BANNER, DELETE
+from tests.test_site_view import app_on
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -153,7 +154,7 @@ def test_bad_searches_get_one_line_and_change_nothing(tmp_path, capsys):
         add_watch(Store(db), " ", SearchQuery(added="x"))
 
 
-def test_watches_hit_in_the_run_that_brings_the_change_and_not_the_next(tmp_path, capsys):
+def test_watches_hit_in_the_run_that_brings_the_change_and_not_the_next(tmp_path, capsys, monkeypatch):
     db = str(tmp_path / "cdc.duckdb")
     url = "https://news.example/prices"
     versions = [f"{PARAGRAPH}\n{CLOSING}", f"{PARAGRAPH}\nA price freeze was announced today.\n{CLOSING}",
@@ -180,6 +181,11 @@ def test_watches_hit_in_the_run_that_brings_the_change_and_not_the_next(tmp_path
     assert json.loads(capsys.readouterr().out) == []
     assert main(["--db", db, "watch", "hits", "--json"]) == EXIT_OK
     assert [hit["run"] for hit in json.loads(capsys.readouterr().out)] == [2]
+    # The Site view of runs 2 and 3 shows the hit, of runs 1 and 2 too, and the words escaped.
+    app = app_on(Path(db), monkeypatch, a="1", b="2")
+    assert [h.value for h in app.subheader if h.value.startswith("Watch hits")] == ["Watch hits: 1"]
+    [table] = [frame.value for frame in app.dataframe if "watch" in frame.value.columns]
+    assert table.to_dict("records")[0]["watch"] == "freeze" and table.to_dict("records")[0]["run"] == 2
     assert main(["--db", db, "watch", "remove", "freeze"]) == EXIT_OK
     assert watch_hits(Store(db)) == []
 
