@@ -23,6 +23,7 @@ from cdc.sources import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
 from cdc.store.schema import SEARCH_TABLES
 from tests import crawlgen, sitecrawl, storerows, textgen
+from tests.httpserver import TestServer
 from tests.sitecrawl import BANNER, DELETE
 from tests.test_site_view import app_on
 
@@ -188,6 +189,24 @@ def test_watches_hit_in_the_run_that_brings_the_change_and_not_the_next(tmp_path
     assert table.to_dict("records")[0]["watch"] == "freeze" and table.to_dict("records")[0]["run"] == 2
     assert main(["--db", db, "watch", "remove", "freeze"]) == EXIT_OK
     assert watch_hits(Store(db)) == []
+
+
+def test_a_fetch_run_prints_its_watch_hits_and_fails_on_them_when_asked(tmp_path, capsys):
+    """`cdc fetch` of a live page over loopback: the price it changes to is watched."""
+    server = TestServer().start()
+    try:
+        db, page = str(tmp_path / "cdc.duckdb"), server.url("/page")
+        assert main(["--db", db, "watch", "add", "price", "--added", "$12.99"]) == EXIT_OK
+        fetch = ["--db", db, "fetch", page, "--delay", "0", "--fail-on-watch"]
+        assert main(fetch) == EXIT_OK
+        assert "watch price: 0 hits" in capsys.readouterr().out
+        server.version = 2  # "widget $11.99" becomes "$12.99"
+        assert main(fetch) == EXIT_WATCH_HIT
+        assert "watch price: 1 hit (`cdc watch hits price --run 2`)" in capsys.readouterr().out
+        assert main([*fetch[:-1]]) == EXIT_OK  # not asked: the hit is printed, the run is a success
+        assert [(hit.run, hit.side) for hit in watch_hits(Store(db), "price")] == [(2, "added")]
+    finally:
+        server.stop()
 
 
 # --- real crawls: Python's docs crawled twice by Wget -----------------------------------------
