@@ -90,7 +90,7 @@ def _matching(words: WordsFilter) -> tuple[str, list]:
     wanted += [(side, words.either) for side in SIDES] if words.either else []
     run = "AND run = ?" if words.run is not None else ""
     for side, phrase in wanted:
-        parts.append(f"""SELECT natural_key, generation, run, '{side}' AS side, {side}_text AS text
+        parts.append(f"""SELECT natural_key, generation, run, '{side}' AS side
                          FROM change_words WHERE contains({side}_words, ?) {run}""")
         values += [phrase] + ([words.run] if words.run is not None else [])
     query = " UNION ALL ".join(parts)
@@ -119,8 +119,10 @@ def _change_conditions(words: WordsFilter) -> tuple[str, list]:
     return ("WHERE " + " AND ".join(conditions)) if conditions else "", values
 
 
+# The matches' keys only: their text is read for the hits shown (a common word matches most
+# rows, and carrying every match's text through the join and the sort took seconds).
 _MATCH_COLUMNS = """m.natural_key, p.url, p.host, m.generation, c.previous_generation, c.fetched_at,
-                    c.verdict, c.template_only, m.run, m.side, m.text"""
+                    c.verdict, c.template_only, m.run, m.side"""
 
 
 def _matches_query(words: WordsFilter) -> tuple[str, list]:
@@ -145,8 +147,12 @@ class Search:
             values += [limit, offset]
         with self.reading() as connection:
             rows = connection.execute(f"""
-                SELECT *, count(*) OVER () FROM ({query})
-                ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}""", values).fetchall()
+                SELECT h.* EXCLUDE (total),
+                       CASE h.side WHEN 'added' THEN w.added_text ELSE w.removed_text END, h.total
+                FROM (SELECT *, count(*) OVER () AS total FROM ({query})
+                      ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}) h
+                JOIN change_words w USING (natural_key, generation)
+                ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""", values).fetchall()
         return [WordsMatch(*row) for row in rows]
 
     def replace_words(self, connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
