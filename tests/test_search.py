@@ -178,6 +178,8 @@ def test_watches_hit_in_the_run_that_brings_the_change_and_not_the_next(tmp_path
     assert [(h.name, h.run, h.url, h.side, h.generation) for h in hits] == [
         ("freeze", 2, url, "added", crawlgen.generation(1))]
     assert "price freeze" in hits[0].excerpt.lower()
+    searched = search(Store(db), SearchQuery(added="Price Freeze", run=2)).hits  # what a run's end found
+    assert [(h.url, h.side, h.generation) for h in searched] == [(h.url, h.side, h.generation) for h in hits]
     assert main(["--db", db, "watch", "hits", "freeze", "--run", "3", "--json"]) == EXIT_OK
     assert json.loads(capsys.readouterr().out) == []
     assert main(["--db", db, "watch", "hits", "--json"]) == EXIT_OK

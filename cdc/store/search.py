@@ -15,9 +15,11 @@ DuckDB's zone maps skip the row groups of other runs.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import accumulate
 
 import duckdb
 import pyarrow as pa
@@ -133,6 +135,24 @@ def _matches_query(words: WordsFilter) -> tuple[str, list]:
                JOIN pages p ON p.natural_key = m.natural_key {where}""", values + more
 
 
+class _Joined:
+    """One side's words of a run's changes as one string, to find phrases in by row."""
+
+    def __init__(self, rows: list[str | None]):
+        self.text = "\0".join(row or "" for row in rows)
+        self.starts = list(accumulate((len(row or "") + 1 for row in rows[:-1]), initial=0))
+
+    def rows_holding(self, phrase: str) -> list[int]:
+        """The rows whose words hold `phrase` (from `cdc.editwords.search_words`), in order."""
+        rows, at = [], self.text.find(phrase)
+        while at != -1:
+            row = bisect_right(self.starts, at) - 1
+            rows.append(row)
+            after = self.starts[row + 1] if row + 1 < len(self.starts) else len(self.text)
+            at = self.text.find(phrase, after)
+        return rows
+
+
 class Search:
     """The changes' words and the watches, mixed into `Store`."""
 
@@ -246,11 +266,42 @@ class Search:
         from cdc.search import SearchQuery
 
         connection.execute("DELETE FROM watch_hits WHERE run = ?", [run])
-        for name, query in connection.execute("SELECT name, query FROM watches ORDER BY name").fetchall():
-            words = replace(SearchQuery.from_json(query).words_filter(), run=run)
-            query, values = _matches_query(words)
-            connection.execute(f"""INSERT INTO watch_hits SELECT ?, run, natural_key, generation, side
-                                   FROM ({query})""", [name, *values])
+        saved = [(name, SearchQuery.from_json(query).words_filter()) for name, query in connection.execute(
+            "SELECT name, query FROM watches ORDER BY name").fetchall()]
+        if not saved:
+            return
+        # The run's words read once, each side one string (rows apart by a NUL, which no token
+        # holds), and every watch's phrases found in it by Python's substring search: one
+        # query per watch scanned the run's rows again for each (0.6 s a watch for a run of
+        # 100,000 changes), this is tens of ms (`benchmarks/search.py`).
+        words = connection.sql("SELECT natural_key, generation, added_words, removed_words "
+                               "FROM change_words WHERE run = $run", params={"run": run}).to_arrow_table()
+        keys, generations = words.column("natural_key").to_pylist(), words.column("generation").to_pylist()
+        sides = {side: _Joined(words.column(f"{side}_words").to_pylist()) for side in SIDES}
+        by_filters: dict[WordsFilter, list[tuple[str, str, int]]] = {}
+        for name, found in saved:
+            matches = [(side, row) for side, phrase in ((ADDED, found.added or found.either),
+                                                        (REMOVED, found.removed or found.either)) if phrase
+                       for row in sides[side].rows_holding(phrase)]
+            if found.added and found.removed:  # a change that did both
+                both = {row for side, row in matches if side == ADDED} & {row for side, row in matches
+                                                                          if side == REMOVED}
+                matches = [(side, row) for side, row in matches if row in both]
+            filters = replace(found, added=None, removed=None, either=None)
+            by_filters.setdefault(filters, []).extend((name, side, row) for side, row in matches)
+        for filters, matches in by_filters.items():
+            where, values = _change_conditions(filters)
+            table = pa.table({"name": [name for name, _, _ in matches],
+                              "natural_key": [keys[row] for _, _, row in matches],
+                              "generation": pa.array([generations[row] for _, _, row in matches], pa.int64()),
+                              "side": [side for _, side, _ in matches]},
+                             schema=pa.schema([("name", pa.string()), ("natural_key", pa.string()),
+                                               ("generation", pa.int64()), ("side", pa.string())]))
+            with _registered(connection, "run_matches", table):
+                connection.execute(f"""
+                    INSERT INTO watch_hits SELECT m.name, ?, m.natural_key, m.generation, m.side
+                    FROM run_matches m JOIN changes c USING (natural_key, generation)
+                    JOIN pages p ON p.natural_key = m.natural_key {where}""", [run, *values])
 
     def watch_hits(self, name: str | None = None, run: int | None = None) -> list[WatchHitRow]:
         """Recorded hits, by run, then page and side; of one watch, of one run."""
