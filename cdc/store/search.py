@@ -15,13 +15,12 @@ DuckDB's zone maps skip the row groups of other runs.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from itertools import accumulate
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from cdc.store.lookups import _key_table, _one, _registered
@@ -136,20 +135,26 @@ def _matches_query(words: WordsFilter) -> tuple[str, list]:
 
 
 class _Joined:
-    """One side's words of a run's changes as one string, to find phrases in by row."""
+    """One side's words of a run's changes as they arrive from DuckDB, an Arrow string column:
+    its bytes end to end and their offsets, to find phrases in by row without a Python string
+    a row. A phrase never matches across two rows: each row's words begin and end with a
+    space, so where two rows meet there are two spaces, which no phrase (`search_words`) holds."""
 
-    def __init__(self, rows: list[str | None]):
-        self.text = "\0".join(row or "" for row in rows)
-        self.starts = list(accumulate((len(row or "") + 1 for row in rows[:-1]), initial=0))
+    def __init__(self, column: pa.ChunkedArray):
+        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+        _, offsets, data = array.buffers()
+        self.starts = np.frombuffer(offsets, dtype=width)[array.offset:array.offset + len(array) + 1]
+        self.text = data.to_pybytes() if data is not None else b""
 
     def rows_holding(self, phrase: str) -> list[int]:
         """The rows whose words hold `phrase` (from `cdc.editwords.search_words`), in order."""
-        rows, at = [], self.text.find(phrase)
+        wanted, rows = phrase.encode(), []
+        at = self.text.find(wanted, int(self.starts[0]))
         while at != -1:
-            row = bisect_right(self.starts, at) - 1
+            row = int(np.searchsorted(self.starts, at, side="right")) - 1
             rows.append(row)
-            after = self.starts[row + 1] if row + 1 < len(self.starts) else len(self.text)
-            at = self.text.find(phrase, after)
+            at = self.text.find(wanted, int(self.starts[row + 1]))
         return rows
 
 
@@ -270,14 +275,13 @@ class Search:
             "SELECT name, query FROM watches ORDER BY name").fetchall()]
         if not saved:
             return
-        # The run's words read once, each side one string (rows apart by a NUL, which no token
-        # holds), and every watch's phrases found in it by Python's substring search: one
-        # query per watch scanned the run's rows again for each (0.6 s a watch for a run of
-        # 100,000 changes), this is tens of ms (`benchmarks/search.py`).
+        # The run's words read once, as Arrow (each side's bytes end to end), and every
+        # watch's phrases found in them by Python's substring search: one query per watch
+        # scanned the run's rows again for each (0.6 s a watch for a run of 100,000 changes).
         words = connection.sql("SELECT natural_key, generation, added_words, removed_words "
                                "FROM change_words WHERE run = $run", params={"run": run}).to_arrow_table()
         keys, generations = words.column("natural_key").to_pylist(), words.column("generation").to_pylist()
-        sides = {side: _Joined(words.column(f"{side}_words").to_pylist()) for side in SIDES}
+        sides = {side: _Joined(words.column(f"{side}_words")) for side in SIDES}
         by_filters: dict[WordsFilter, list[tuple[str, str, int]]] = {}
         for name, found in saved:
             matches = [(side, row) for side, phrase in ((ADDED, found.added or found.either),
