@@ -19,9 +19,8 @@ edits added and removed, as ingest stores them in `change_words`):
    rare phrases, 10 common words, either side), each rolled back after, the two interleaved
    round by round. Target: 20 watches cost at most 1.2x none.
 
-Why the layout (see `cdc.store.search`): the words are a column of tokens a space apart, and
-a search is DuckDB's `contains` over it, a scan: tens of milliseconds for the table's 200,000
-rows, with no index to keep up at ingest.
+Why the layout, and what it costs here: `cdc.store.search`. CPU times are printed under each
+wall time: the machine is shared, and the wall time says how busy it was as much as the work.
 
 Run from the repository root:
 

@@ -1,20 +1,25 @@
 """The changes' words and the watches: the SQL behind `cdc.search`.
 
-Layout, measured on the 100,000-page synthetic store with edit text (`benchmarks/search.py`):
-a search is `contains(side_words, ' phrase ')` over one column of `change_words`, a scan.
-DuckDB scans a string column at well over a GB/s a core, the words of a change are its edits
-(tens of bytes for most changes, a page for a rewrite), so a scan of every change's words is
-tens of milliseconds, common word or rare phrase alike, and the filters (host, verdict, run,
-time, template-only) are a join with `changes` and `pages` of the rows that matched. The
-alternatives cost more for the same answers: DuckDB's `fts` extension ranks documents by
-BM25 and has no phrase or substring query (and is a download), and a table of a row per
-word with an index makes ingest write one row (and an index entry) per word, and a phrase a
-join per word. A watch reads only its run's rows: `run` ascends as rows are appended, so
-DuckDB's zone maps skip the row groups of other runs.
+Layout: a search is `contains(side_words, ' phrase ')` over one column of `change_words`, a
+scan, then a join of the matches' keys with `changes` and `pages` for the filters (host,
+verdict, run, time, template-only), the text read only for the hits shown. Chosen over
+DuckDB's `fts` extension (BM25 ranking, no phrase or substring query, a download) and over
+a table of a row per word (ingest would write a row and an index entry per word, a phrase
+would be a join per word), for its small cost at ingest and its exact answers in every
+script. What it costs, measured (`benchmarks/search.py`): on the rustbook histories (3,113
+changes, 2.5 MB of words) a search is a few ms; on the 100,000-page synthetic store, whose
+every page changes every crawl (a fifth of them rewritten whole: 283 MB of words for 200,000
+changes), about 220 ms of CPU a side to scan, over the 300 ms target of issue 22 on a loaded
+machine. What would meet it there: a posting table of each run's tokens, sorted by token,
+to find the candidate rows before the scan.
+
+A watch reads only its run's rows (`run` ascends as rows are appended: DuckDB's zone maps
+skip the row groups of other runs), once for all watches (`_record_watch_hits`).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -144,17 +149,19 @@ class _Joined:
         array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
         width = np.int64 if pa.types.is_large_string(array.type) else np.int32
         _, offsets, data = array.buffers()
-        self.starts = np.frombuffer(offsets, dtype=width)[array.offset:array.offset + len(array) + 1]
+        # A list, for bisect: numpy's searchsorted of one Python int took 55 µs (a conversion).
+        self.starts = np.frombuffer(offsets, dtype=width)[array.offset:array.offset + len(array) + 1].tolist()
         self.text = data.to_pybytes() if data is not None else b""
 
     def rows_holding(self, phrase: str) -> list[int]:
         """The rows whose words hold `phrase` (from `cdc.editwords.search_words`), in order."""
         wanted, rows = phrase.encode(), []
-        at = self.text.find(wanted, int(self.starts[0]))
+        starts, find = self.starts, self.text.find
+        at = find(wanted, starts[0])
         while at != -1:
-            row = int(np.searchsorted(self.starts, at, side="right")) - 1
+            row = bisect_right(starts, at) - 1
             rows.append(row)
-            at = self.text.find(wanted, int(self.starts[row + 1]))
+            at = find(wanted, starts[row + 1])
         return rows
 
 
