@@ -20,6 +20,7 @@ navigation = st.navigation([
     st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", url_path="overview",
             default=not site_first),
     st.Page("views/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
     st.Page("views/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
     st.Page("views/boilerplate.py", title="Boilerplate", icon=":material/layers:", url_path="boilerplate"),
     st.Page("views/export.py", title="Export", icon=":material/download:", url_path="export"),

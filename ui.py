@@ -70,6 +70,7 @@ class CachedStore:
         "meta", "stats", "page", "generations", "history", "changes", "count_changes", "hosts",
         "verdict_counts", "biggest_changes", "host_activity", "time_span", "match_pages", "runs",
         "run_on", "site_diff", "pages_with_digest", "needs_upgrade", "annotation", "annotations",
+        "search_words", "watches", "watch_hits",
     })
 
     def __init__(self, store: Store) -> None:

@@ -32,7 +32,9 @@ writes the same tables directly, through DuckDB from Arrow, in the layout ingest
   template change, which the store's end-of-run count flags template-only (every other
   flag is counted the same way, by `Store.refresh_templates`). `changes` rows carry the measures those
   chunk lists give (Jaccard similarity, byte shares kept; a few words for a minor edit)
-  and the verdict `cdc.Thresholds` gives them.
+  and the verdict `cdc.Thresholds` gives them, and `change_words` rows the text of the
+  chunks added and removed (for a minor edit, the few words of its excerpt) as ingest's
+  exact edits would give it.
 
 Everything is seeded: the same parameters give the same store.
 
@@ -64,6 +66,7 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cdc
+from cdc.editwords import words_row
 from cdc.ingest import (
     _CHANGES_SCHEMA,
     _CHUNKS_SCHEMA,
@@ -73,13 +76,14 @@ from cdc.ingest import (
     _SEEN_SCHEMA,
     BATCH_RECORDS,
     NEW,
+    words_table,
 )
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store.runs import RUN_COUNTS
 from cdc.urls import surt_key
 from cdc.versions import capture_id
 
-BUILDER_VERSION = 3  # bump when the generated data changes, so cached stores are rebuilt
+BUILDER_VERSION = 4  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored
 
 SHARED_CHUNKS = 8  # passages found on every host; each page carries one with probability 1/2
@@ -222,12 +226,15 @@ def measures(rng: random.Random, old: list[Piece], new: list[Piece], kind: str, 
         added, regions = max(1, removed + new_bytes - old_bytes), 1
         position = rng.randrange(POOL_BYTES - 40)
         excerpt = f"{pool[position:position + 12].strip()} → {pool[position + 20:position + 34].strip()}"
+        added_text, removed_text = [pool[position + 20:position + 34]], [pool[position:position + 12]]
     else:
         added = sum(length for (_, length, _), flag in zip(new, added_flags) if flag)
         removed = sum(length for (_, length, _), flag in zip(old, removed_flags) if flag)
         regions = _runs(added_flags) + _runs(removed_flags)
         first = next((piece for piece, flag in zip(new, added_flags) if flag), None)
         excerpt = "+ " + pool[first[2]:first[2] + 150] if first else f"- {removed} bytes"
+        added_text = [pool[at:at + length] for (_, length, at), flag in zip(new, added_flags) if flag]
+        removed_text = [pool[at:at + length] for (_, length, at), flag in zip(old, removed_flags) if flag]
     unchanged = 1 - added / new_bytes
     retained = 1 - removed / old_bytes
     return {
@@ -236,8 +243,12 @@ def measures(rng: random.Random, old: list[Piece], new: list[Piece], kind: str, 
         "bytes_added": added, "bytes_removed": removed, "regions": regions,
         "verdict": THRESHOLDS.verdict(True, min(unchanged, retained)), "excerpt": excerpt,
         "measure": "edits",
+        # What the change's edits said (`change_words`), as ingest stores it.
+        WORDS: tuple([" ".join(piece.split()) for piece in side] for side in (added_text, removed_text)),
     }
 
+
+WORDS = "words"  # not a `changes` column: the added and removed text of the change
 
 # --- tables ----------------------------------------------------------------------------------
 
@@ -284,6 +295,7 @@ def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str],
     page_runs), and its retained text bytes. `part` is the crawl's order from place `start`:
     a page's fetch is numbered by its place in the run's one input, as ingest numbers it."""
     g, c, ch = _columns(_GENERATIONS), _columns(_CHUNKS), _columns(_CHANGES)
+    words = []
     f, seen = _columns(_FETCHES), _columns(_PAGE_RUNS)
     text_bytes = 0
     for place, page in enumerate(part, start + 1):
@@ -316,7 +328,11 @@ def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str],
                       "bytes_added": len(data), "bytes_removed": 0, "regions": 0, "verdict": NEW,
                       "excerpt": text[:200], "measure": None}
         for name, value in change.items():
-            ch[name].append(value)
+            if name == WORDS:
+                said = words_row(key, number, crawl.run, *value)
+                words += [said] if said is not None else []
+            else:
+                ch[name].append(value)
         # Every page changes at every crawl: its one fetch in the run is its new generation's.
         f["natural_key"].append(key)
         f["fetched_at"].append(fetched)
@@ -329,7 +345,8 @@ def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str],
         seen["content_digest"].append(content)
     tables = {"generations": (g, _GENERATIONS), "chunk_lists": (c, _CHUNKS), "changes": (ch, _CHANGES),
               "fetches": (f, _FETCHES), "page_runs": (seen, _PAGE_RUNS)}
-    return {name: pa.table(columns, schema=schema) for name, (columns, schema) in tables.items()}, text_bytes
+    result = {name: pa.table(columns, schema=schema) for name, (columns, schema) in tables.items()}
+    return {**result, "change_words": words_table(words)}, text_bytes
 
 
 def run_row(crawl: Crawl, pages: int) -> dict[str, list]:

@@ -1,7 +1,8 @@
 """The `cdc` command line.
 
 Exit codes: 0 all good; 1 failure (a one-line message says what to do); 2 bad usage;
-3 done, but some input records were skipped (the summary lists them).
+3 done, but some input records were skipped (the summary lists them); 4 done, and a watch
+hit in the run (`cdc ingest --fail-on-watch`, `cdc fetch --fail-on-watch`; `cdc.cli_search`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import BinaryIO, TextIO
 
-from cdc import __version__, cli_annotate, cli_runs
+from cdc import __version__, cli_annotate, cli_runs, cli_search
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
 from cdc.compare import VERDICTS, ChangeReport, compare
@@ -253,7 +254,8 @@ def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, 
     if archives:
         _print_warc_summary(warc)
     print(cli_runs.run_line(store, ingester.run_id))
-    return EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK
+    return cli_search.report_watches(store, ingester.run_id, args,
+                                     EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK)
 
 
 def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
@@ -296,10 +298,12 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
     for name, reason in summary.failed:
         print(f"  shard failed {name}: {reason}")
     print(cli_runs.run_line(store, summary.run))
+    code = cli_search.report_watches(store, summary.run, args,
+                                     EXIT_SKIPPED if summary.ingest.skipped or summary.failed else EXIT_OK)
     rate = summary.rows / summary.write_seconds if summary.write_seconds else 0.0
     print(f"cluster: {summary.shards:,} shards, {summary.partitions:,} partitions; the writer appended "
           f"{summary.rows:,} rows in {summary.write_seconds:.2f} s ({rate:,.0f} rows/s)")
-    return EXIT_SKIPPED if summary.ingest.skipped or summary.failed else EXIT_OK
+    return code
 
 
 def _print_warc_summary(warc: WarcSummary) -> None:
@@ -342,7 +346,7 @@ def _fetch_command(args: argparse.Namespace) -> int:
     for line in summary.lines():
         print(line)
     print(cli_runs.run_line(store, summary.run))
-    return EXIT_SKIPPED if summary.failed else EXIT_OK
+    return cli_search.report_watches(store, summary.run, args, EXIT_SKIPPED if summary.failed else EXIT_OK)
 
 
 def _compare_command(args: argparse.Namespace) -> int:
@@ -568,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{GIVEN_TEXT}: Common Crawl's text as it is (chosen by itself for WET files)")
     ingest.add_argument("--quiet", action="store_true", help="no progress line")
     _add_run_option(ingest, "the files ingested")
+    cli_search.add_watch_option(ingest)
     ingest.set_defaults(run=_ingest_command)
 
     fetch = commands.add_parser("fetch", help="fetch live pages (conditional requests) into the store")
@@ -582,6 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds between requests to one host (default 1)")
     fetch.add_argument("--ignore-robots", action="store_true", help="do not honour robots.txt")
     _add_run_option(fetch, "fetch of N URLs")
+    cli_search.add_watch_option(fetch)
     fetch.set_defaults(run=_fetch_command)
 
     compare_ = commands.add_parser("compare", help="what changed between two generations of a URL")
@@ -648,6 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_runs.add_commands(commands, _store)
     cli_annotate.add_commands(commands, _store)
+    cli_search.add_commands(commands, _store)
     return parser
 
 

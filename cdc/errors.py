@@ -55,3 +55,7 @@ class RunNotFoundError(RunError):
 class AnnotationError(CdcError):
     """An annotation cannot be made as asked: an unknown label, a note or name out of bounds,
     or an import file that cannot be read."""
+
+
+class SearchError(CdcError):
+    """A search or a watch that cannot be run as given: no phrase, too long, an unknown watch."""

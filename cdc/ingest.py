@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_content
 from cdc.collector import collector_paused
+from cdc.editwords import COLUMNS as EDIT_WORDS_COLUMNS
 from cdc.errors import InvalidUrlError
 from cdc.histories import read_histories
 from cdc.lifeline import follow_parent
@@ -295,6 +296,11 @@ def change_table(rows: list[tuple]) -> pa.Table:
     return _table(rows, _CHANGES_SCHEMA)
 
 
+def words_table(rows: list[tuple]) -> pa.Table:
+    """`change_words` rows (`cdc.editwords.EditWords`) as Arrow."""
+    return _table(rows, _WORDS_SCHEMA)
+
+
 @collector_paused
 def outcome_tables(outcomes: Iterable[PageOutcome]) -> WriteBatch:
     """The rows of built pages as the Arrow tables `Store.write` appends."""
@@ -359,11 +365,13 @@ class _Columns:
         self.seen: list[tuple] = []  # natural_key, run, fetched_at, content_digest
         self.removed_generations: list[tuple] = []
         self.removed_changes: list[tuple] = []
+        self.words: list[tuple] = []
 
     def add(self, outcome: PageOutcome) -> None:
         self.generations += outcome.generations
         self.chunks += outcome.chunks
         self.changes += outcome.changes
+        self.words += outcome.words
         self.fetches += outcome.fetches
         key = outcome.natural_key
         if outcome.seen is not None:
@@ -384,7 +392,8 @@ class _Columns:
                           fetches=_table(self.fetches, _FETCHES_SCHEMA),
                           seen=_table(self.seen, _SEEN_SCHEMA),
                           removed_generations=_table(self.removed_generations, _REMOVED_SCHEMA),
-                          removed_changes=_table(self.removed_changes, _REMOVED_SCHEMA))
+                          removed_changes=_table(self.removed_changes, _REMOVED_SCHEMA),
+                          words=words_table(self.words))
 
 
 def _table(rows: list[tuple], schema: pa.Schema, text_column: int | None = None) -> pa.Table:
@@ -428,6 +437,10 @@ _FETCHES_SCHEMA = pa.schema([
 _SEEN_SCHEMA = pa.schema([
     ("natural_key", pa.string()), ("run", pa.int32()), ("fetched_at", pa.timestamp("us")),
     ("content_digest", pa.binary()),
+])
+_WORDS_SCHEMA = pa.schema([
+    ("natural_key", pa.string()), ("generation", pa.int64()), ("run", pa.int32()),
+    *((name, pa.string()) for name in EDIT_WORDS_COLUMNS[3:]),
 ])
 _REMOVED_SCHEMA = pa.schema([("natural_key", pa.string()), ("generation", pa.int64())])
 

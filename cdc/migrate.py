@@ -4,10 +4,11 @@ A store records the chunker spec its digests were made under, and digests of two
 never compare, so a newer cdc refuses an older store. Migrating re-chunks the text of every
 retained generation with this cdc's chunker, replaces those chunk rows, and recomputes the
 change row of each generation whose previous generation is retained too (exact edits from
-the two texts), and counts the hosts' templates and the template-only flags again from the
-new digests, all in one transaction with the new spec: killed midway, the store is as it
-was. What is not retained cannot be re-chunked: those generations had no chunk rows, and
-their change rows stay as they were measured then.
+the two texts) and the words it added and removed (`cdc.editwords`), and counts the hosts'
+templates and the template-only flags again from the new digests, all in one transaction
+with the new spec: killed midway, the store is as it was. What is not retained cannot be
+re-chunked: those generations had no chunk rows, and their change rows stay as they were
+measured then.
 
 The texts are kept as stored. A text made by an older normalisation keeps its line breaks
 where that normalisation put them (norm-v1: one line per title, description and section),
@@ -24,7 +25,8 @@ from pathlib import Path
 from cdc import spec_for
 from cdc.chunking import DEFAULT_PARAMS, ChunkParams, chunk_many
 from cdc.compare import compare
-from cdc.ingest import change_table, chunk_table
+from cdc.editwords import edit_words
+from cdc.ingest import change_table, chunk_table, words_table
 from cdc.store import Store
 from cdc.versions import EDITS, change_row
 
@@ -59,7 +61,7 @@ def migrate(path: str | Path, params: ChunkParams = DEFAULT_PARAMS,
             part = keys[start:start + PAGES_PER_STEP]
             rows = store.retained_texts(connection, part)
             chunk_lists = chunk_many([row[3] for row in rows], params)
-            chunks, changes = [], []
+            chunks, changes, words = [], [], []
             previous = None
             for (key, generation, fetched_at, text, before), found in zip(rows, chunk_lists):
                 chunks.append((key, generation, b"".join([c.digest for c in found]),
@@ -68,8 +70,11 @@ def migrate(path: str | Path, params: ChunkParams = DEFAULT_PARAMS,
                     report = compare(previous[3], found, old_text=previous[2], new_text=text)
                     changes.append(change_row(key, generation, before, fetched_at, report, previous[2], text,
                                               EDITS))
+                    said = edit_words(key, generation, 0, report.edits, previous[2], text)
+                    words += [said] if said is not None else []
                 previous = (key, generation, text, found)
             store.replace_chunks(connection, part, chunk_table(chunks), change_table(changes))
+            store.replace_words(connection, words_table(words))
             summary.pages += len(part)
             summary.generations += len(rows)
             summary.changes += len(changes)

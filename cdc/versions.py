@@ -38,6 +38,7 @@ from cdc.chunking import Chunk, ChunkParams, chunk_many
 from cdc.chunks import Chunks, chunks_from_lengths, stored_columns
 from cdc.collector import collector_paused
 from cdc.compare import ChangeReport, compare
+from cdc.editwords import edit_words
 from cdc.normalize import content_digest, content_for_chunking
 from cdc.sources import BadRecord, RawLine
 
@@ -179,7 +180,8 @@ class PageOutcome:
     changes: list[tuple] = field(default_factory=list)  # columns of `changes`
     fetches: list[tuple] = field(default_factory=list)  # columns of `fetches`
     removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
-    removed_changes: list[int] = field(default_factory=list)
+    removed_changes: list[int] = field(default_factory=list)  # with their words
+    words: list[tuple] = field(default_factory=list)  # `cdc.editwords.EditWords` of the new change rows
     page: tuple | None = None  # the page row, when its generations changed
     last_checked: datetime | None = None  # latest new fetch, when no generation changed
     seen: tuple[int, datetime, bytes] | None = None  # run, the batch's latest fetch of the page, its
@@ -478,10 +480,15 @@ def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome
             outcome.removed_changes.append(segment.generation)
         before = segments[number - 1] if number else None
         report, measure = versions.measure(before.digest, segment.digest) if before else (None, None)
+        old_text = versions.texts.get(before.digest) if before else None
+        new_text = versions.texts.get(segment.digest)
         outcome.changes.append(change_row(
             key, segment.generation, before.generation if before else None, segment.fetched_at, report,
-            versions.texts.get(before.digest) if before else None, versions.texts.get(segment.digest),
-            measure))
+            old_text, new_text, measure))
+        if measure == EDITS and report.edits:
+            words = edit_words(key, segment.generation, work.run, report.edits, old_text, new_text)
+            if words is not None:
+                outcome.words.append(words)
     if not outcome.generations and not outcome.removed_generations and not outcome.changes:
         outcome.last_checked = max(fetch[1] for fetch in outcome.fetches)
         outcome.unchanged += len(outcome.fetches)

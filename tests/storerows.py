@@ -70,6 +70,11 @@ def consistency_problems(path: Path) -> dict[str, int]:
             SELECT count(*) FROM fetches f ANTI JOIN generations g USING (natural_key, content_digest)""",
         "generation without its page": """
             SELECT count(*) FROM generations g ANTI JOIN pages p USING (natural_key)""",
+        "words of a change that is not stored": """
+            SELECT count(*) FROM change_words w ANTI JOIN changes c USING (natural_key, generation)""",
+        "words of a change not measured with exact edits": """
+            SELECT count(*) FROM change_words w JOIN changes c USING (natural_key, generation)
+            WHERE c.measure IS DISTINCT FROM 'edits'""",
     }
     with Store(path).reading() as connection:
         return {name: connection.execute(query).fetchone()[0] for name, query in checks.items()}
@@ -126,9 +131,12 @@ SCHEMA_2_ROWS = [
 
 
 def as_schema_4(path: Path) -> None:
-    """Rewrite a store in the layout of schema 4: no SURT keys, as the cdc of stored
-    templates made it."""
+    """Rewrite a store in the layout of schema 4: no SURT keys, no changes' words, no watches
+    and no annotations, as the cdc of stored templates made it."""
     with duckdb.connect(str(path)) as connection:
+        connection.execute("DROP INDEX IF EXISTS change_words_key")
+        for table in ("change_words", "watches", "watch_hits", "annotations"):
+            connection.execute(f"DROP TABLE IF EXISTS {table}")
         indexes = connection.execute("SELECT sql FROM duckdb_indexes() WHERE table_name = 'pages'").fetchall()
         for (statement,) in indexes:  # DuckDB drops no column of a table under an index
             connection.execute(f"DROP INDEX {statement.split()[2]}")
@@ -160,6 +168,7 @@ def as_schema_3(path: Path) -> None:
 def as_schema_2(path: Path) -> None:
     """Rewrite a store in the layout of schema 2: generations numbered 1, 2, 3 per page in
     their order, and no fetches, runs, first runs, measures or templates, as cdc made it before."""
+    as_schema_4(path)
     with duckdb.connect(str(path)) as connection:
         connection.execute(NUMBERED)
         connection.execute("DROP VIEW content_chunks")

@@ -367,3 +367,60 @@ def test_compare_marks_the_change_beside_the_verdict_and_shows_the_note_as_text(
     assert (saved.generation, saved.label, saved.note, saved.annotated_by) == (
         change.generation, "significant", note, "Ann Analyst")
     assert shot.stat().st_size > 10_000
+
+
+def searched_word(store: Store):
+    """A word one change added between two retained generations, not a template change, and
+    the library's hits for it (what the Search page must list)."""
+    from cdc.search import SearchQuery, search
+
+    with store.reading() as connection:
+        rows = connection.execute("""
+            SELECT w.natural_key, w.generation, w.added_words FROM change_words w
+            JOIN changes c USING (natural_key, generation)
+            WHERE c.template_only IS NOT TRUE AND len(w.added_words) > 0 ORDER BY ALL""").fetchall()
+    for key, generation, words in rows:
+        kept = {g.generation for g in store.generations(key) if g.retained}
+        change = next(row for row in store.history(key) if row.generation == generation)
+        if not {change.previous_generation, generation} <= kept:
+            continue
+        for word in words.split():
+            if word.isalpha() and len(word) > 5:
+                hits = search(store, SearchQuery(added=word)).hits
+                if 0 < len(hits) <= 10 and (hits[0].natural_key, hits[0].generation) == (key, generation):
+                    return word, hits
+    raise AssertionError("no searchable word in the demo store")
+
+
+def test_the_search_page_lists_the_hits_and_leads_to_compare_at_the_change(server, tmp_path):
+    base, store = server
+    word, hits = searched_word(store)
+    with browser_page(1000) as page:
+        page.goto(f"{base}/search?" + urlencode({"q": word.upper(), "side": "added"}), timeout=60_000)
+        page.get_by_role("heading", name="Search the changes").wait_for(timeout=60_000)
+        grid = page.locator("[data-testid=stDataFrame]").first
+        grid.locator("#glide-cell-0-0").wait_for(state="attached", timeout=60_000)
+        rows = grid.locator("[role=row]").count() - 1
+        assert [grid_cell(grid, 0, row) for row in range(rows)] == [hit.url for hit in hits]
+        assert grid_cell(grid, 2, 0) == "added" and word in grid_cell(grid, 3, 0).lower()
+        assert page.get_by_text(f"of {len(hits):,} hits").count() == 1
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="Download CSV").click()
+        lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+        assert lines[0].startswith("url,host,generation") and len(lines) == len(hits) + 1
+        if os.environ.get("CDC_SCREENSHOT"):
+            page.screenshot(path=str(Path(os.environ["CDC_SCREENSHOT"]).with_suffix(".search.png")),
+                            full_page=True)
+        compare = follow_grid_link(page, grid, 0)  # "Compare", at the change
+        assert compare.url == f"{base}/" + ui_compare_link(hits[0])
+        compare.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        frame = compare.frame_locator("iframe").first
+        frame.locator("ins.cdc-ins").first.wait_for(timeout=60_000)
+        inserted = " ".join(mark.inner_text() for mark in frame.locator("ins.cdc-ins").all())
+        assert word in inserted.lower()
+
+
+def ui_compare_link(hit) -> str:
+    from ui import compare_link
+
+    return compare_link(hit.natural_key, hit.previous_generation, hit.generation)

@@ -27,7 +27,7 @@ from tests.storerows import as_schema_3
 ROOT = Path(__file__).resolve().parents[1]
 MARKUP = '<script>alert("owned")</script> and <b>bold</b> &amp; more'
 PAGES = ("views/site.py", "views/overview.py", "views/compare.py", "views/trends.py",
-         "views/boilerplate.py", "views/export.py")
+         "views/boilerplate.py", "views/export.py", "views/search.py")
 
 
 @pytest.fixture(scope="module")

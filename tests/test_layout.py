@@ -101,7 +101,8 @@ def test_an_older_store_is_upgraded_when_first_opened_and_reads_as_a_store_made_
         runs = connection.execute("SELECT run, label FROM runs").fetchall()
         indexes = {row[0] for row in connection.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
     assert fetches == (len(crawl[0]), 0, 0) and runs == [(0, "before runs were recorded")]
-    assert indexes == {"pages_key", "generations_key", "chunk_lists_key", "changes_key", "fetches_key"}
+    assert indexes == {"pages_key", "generations_key", "chunk_lists_key", "changes_key", "fetches_key",
+                       "change_words_key"}
 
     # The next crawl goes in as into a store made now.
     for store in (old, new):
@@ -199,7 +200,8 @@ def test_erasure_counts_and_removes_every_chunk_of_the_page(tmp_path, crawl):
     with store.reading() as connection:
         rows = {table: connection.execute(f"SELECT count(*) FROM {table} WHERE natural_key = ?",
                                           [key]).fetchone()[0]
-                for table in ("pages", "generations", "content_chunks", "changes", "fetches", "page_runs")}
+                for table in ("pages", "generations", "content_chunks", "changes", "fetches", "page_runs",
+                              "change_words", "watch_hits")}
     assert store.erase(key) == sum(rows.values())
     with store.reading() as connection:
         left = connection.execute("SELECT count(*) FROM chunk_lists WHERE natural_key = ?", [key]).fetchone()

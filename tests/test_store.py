@@ -230,12 +230,36 @@ def test_erasure_removes_the_page_from_every_table_and_from_the_file(store):
     assert removed > 0
     assert secret.encode() not in store.path.read_bytes()
     assert note.encode() not in store.path.read_bytes()
-    for table in ("pages", "generations", "content_chunks", "changes", "annotations"):
+    for table in ("pages", "generations", "content_chunks", "changes", "annotations", "change_words"):
         assert all(row[0] != "https://shop0.example/private" for row in table_rows(store, table))
     assert [row.natural_key for row in store.annotations()] == ["https://shop0.example/item/0"]
     assert store.stats()["pages"] == 3
     with pytest.raises(PageNotFoundError):
         find_page(store, "https://shop0.example/private")
+
+
+def test_erasure_removes_the_words_a_change_removed_after_its_text_is_trimmed(store):
+    """A sentence deleted in the second version lives on only in the change's words once the
+    first version's text is trimmed (keep 1); erasing the page takes it out of the file."""
+    store.set_retention(RetentionPolicy(keep=1))
+    url = "https://shop0.example/private"
+    secret = "Sensitive sentence about Jane Example living at 12 Harbour Road"
+    before = f"{textgen.text(77, 3_000).decode()}\n{secret}.\n{textgen.text(78, 3_000).decode()}"
+    after = f"{textgen.text(77, 3_000).decode()}\n{textgen.text(78, 3_000).decode()}"
+    ingest(store, [*crawlgen.crawl(hosts=1, pages=2, versions=2), crawlgen.record(url, 0, before),
+                   crawlgen.record(url, 1, after)])
+    store.compact()  # the trimmed text's freed blocks gone: what is left of the secret is the words
+    words = b" sensitive sentence about jane example living at 12 harbour road . "
+    assert secret.encode() in store.path.read_bytes(), "the change's removed text holds it"
+    assert words in store.path.read_bytes(), "the change's removed words hold it"
+    with store.reading() as connection:
+        assert connection.execute("SELECT count(*) FROM generations WHERE natural_key = ? AND text LIKE ?",
+                                  [url, f"%{secret}%"]).fetchone() == (0,)
+    store.erase(url)
+    assert secret.encode() not in store.path.read_bytes()
+    assert words not in store.path.read_bytes()
+    left = table_rows(store, "change_words")
+    assert left and all(row[0] != url for row in left)
 
 
 def test_boilerplate_per_host_across_hosts_and_reverse_lookup(store):

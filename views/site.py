@@ -14,6 +14,7 @@ import streamlit as st
 
 import ui
 from cdc.errors import CdcError
+from cdc.search import watch_hits
 from cdc.store import LABELS
 from cdc.store.reads import TEMPLATE_ONLY
 from cdc.store.sitediff import latest_crawls
@@ -154,6 +155,18 @@ for column, (label, count) in zip(first, [("New pages", diff.new), ("Not seen ag
 counts = [(VERDICT_LABELS.get(verdict, verdict), count) for verdict, count in diff.verdicts.items()]
 for column, (label, count) in zip(second, [*counts, (VERDICT_LABELS[TEMPLATE_ONLY], diff.template_only)]):
     column.metric(label, "-" if count is None else f"{count:,}")
+
+if store.watches():  # the saved searches' hits at the two runs' ends (`cdc watch`)
+    hits = [hit for run in (run_a, run_b) for hit in watch_hits(store, run=run)]
+    st.subheader(f"Watch hits: {len(hits):,}")
+    if hits:
+        st.dataframe([{"watch": hit.name, "run": hit.run, "page": hit.url,
+                       "open": ui.compare_link(hit.natural_key, hit.previous_generation, hit.generation),
+                       "side": hit.side, "words": hit.excerpt} for hit in hits],
+                     column_config={"open": st.column_config.LinkColumn("open", display_text="Compare")},
+                     hide_index=True, key="site-watch-hits")
+    else:
+        st.caption("No watch hit in either run (`cdc watch list` lists the watches).")
 
 shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
 site_wide, single = diff.site_wide_changes, diff.one_page_template_changes

@@ -15,6 +15,7 @@
   apart from the rows ingest writes, and moved along when a backfill moves a generation's start;
 - `templates`: each host's template and the change rows' template-only flags, stored, and
   refreshed where the chunk lists change (a run's end, prune, migrate, erase, an upgrade);
+- `search`: the words each change added and removed, searched; the watches and their hits;
 - `sitediff`: the runs as the CLI and the dashboard read them, and what changed on a site
   between two runs;
 - `layout` and `lookups`: the `chunk_lists` row (digests end to end, lengths) cut into
@@ -47,6 +48,7 @@ from cdc.store.reads import (
 )
 from cdc.store.runs import Runs
 from cdc.store.schema import INDEXES, SCHEMA, SCHEMA_VERSION, TABLES, Schema
+from cdc.store.search import ADDED, REMOVED, SIDES, Search, StoredWatch, WatchHitRow, WordsFilter, WordsMatch
 from cdc.store.sitediff import ChangedPage, RunInfo, SiteDiff, SiteDiffs, TemplateChange
 from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Templates
 from cdc.store.writer import (
@@ -60,7 +62,7 @@ from cdc.store.writer import (
 )
 
 
-class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs, Annotations):
+class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs, Annotations, Search):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
@@ -73,13 +75,16 @@ class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs, Anno
 
 
 __all__ = [
+    "ADDED",
     "BOILERPLATE_MIN_PAGES",
     "BOILERPLATE_SHARE",
     "DEFAULT_KEEP",
     "INDEXES",
     "LABELS",
+    "REMOVED",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SIDES",
     "TABLES",
     "AnnotatedChange",
     "Annotation",
@@ -101,8 +106,12 @@ __all__ = [
     "StoreError",
     "StoreNotFoundError",
     "StoredRow",
+    "StoredWatch",
     "TemplateChange",
     "Version",
+    "WatchHitRow",
+    "WordsFilter",
+    "WordsMatch",
     "WriteBatch",
     "digest_list",
 ]

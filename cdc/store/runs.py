@@ -7,7 +7,8 @@ that arrives after its neighbours (another file of the same crawl) is measured w
 edits, however the run's records were split into files and batches. Then, in that
 transaction still, the templates of the hosts it touched are counted again and the
 template-only flags set (`cdc.store.templates`): after the trim, so they are counted over the
-generations that are left, as they are judged from then on.
+generations that are left, as they are judged from then on. Last, the watches are evaluated
+against the changes the run measured, and their hits recorded (`cdc.store.search`).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class Runs:
             # A run that did not finish (killed) left rows unflagged: they are flagged with
             # the next run's, found by their state (once flagged, never again).
             self._refresh_templates(connection, sorted({*pages, *unflagged_pages(connection, pages)}))
+            self._record_watch_hits(connection, run)  # after the flags: a watch leaves template changes out
             # One row per page for the run: the latest of those its batches wrote.
             connection.execute("""
                 CREATE OR REPLACE TEMP TABLE seen AS

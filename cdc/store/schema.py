@@ -35,6 +35,13 @@ Tables (all times UTC):
 - `annotations`: one row per change an analyst judged (significant, noise, unsure), keyed by
   page and generation, with a note, who and when (`cdc.store.annotations`); kept for good,
   erased with the page.
+- `change_words`: one row per change measured with exact edits that added or removed words:
+  the text and the words of each side (`cdc.editwords`), and the run that measured it. Kept
+  with the change row (retention trims texts, not what a change said), erased with the page.
+  The words are uncompressed, as the texts are, so an erasure can be checked in the file; the
+  text as on the page (what excerpts show) is compressed (zstd): half the table's bytes.
+- `watches`: one row per saved search (`cdc.search.Watch`): its name and query as JSON.
+- `watch_hits`: one row per hit of a watch at a run's end: the run, the change and the side.
 
 A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
 numbers order as fetch times do and never come to name another version.
@@ -58,7 +65,8 @@ from cdc.store.writer import RetentionPolicy
 #    chunks); 2: a list row per generation in `chunk_lists`, `content_chunks` a view of it;
 # 3: generations numbered by capture time, the fetches and runs recorded; 4: the hosts'
 #    templates and the change rows' template-only flags stored; 5: round 3's additions (each
-#    page's SURT key, the analysts' annotations, ...), each an idempotent entry of `VERSION_5`.
+#    page's SURT key, the analysts' annotations, the changes' words and the watches), each an
+#    idempotent entry of `VERSION_5`.
 SCHEMA_VERSION = 5
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
@@ -93,6 +101,32 @@ CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
 # The seed's `content_chunks`, a row per chunk, from the list rows.
 CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
     SELECT natural_key, generation, chunk_index, digest, length FROM {_chunks_of("chunk_lists")}"""
+
+# Search (`cdc.search`): the words each change added and removed, and the saved searches
+# with their hits per run.
+SEARCH_TABLES = [
+    """CREATE TABLE IF NOT EXISTS change_words (
+        natural_key VARCHAR NOT NULL,
+        generation BIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        added_text VARCHAR USING COMPRESSION zstd,
+        removed_text VARCHAR USING COMPRESSION zstd,
+        added_words VARCHAR USING COMPRESSION uncompressed,
+        removed_words VARCHAR USING COMPRESSION uncompressed
+    )""",
+    """CREATE TABLE IF NOT EXISTS watches (
+        name VARCHAR NOT NULL,
+        query VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS watch_hits (
+        name VARCHAR NOT NULL,
+        run INTEGER NOT NULL,
+        natural_key VARCHAR NOT NULL,
+        generation BIGINT NOT NULL,
+        side VARCHAR NOT NULL
+    )""",
+]
 
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
@@ -170,6 +204,7 @@ SCHEMA = [
         content_digest BLOB NOT NULL
     )""",
     ANNOTATIONS_TABLE,
+    *SEARCH_TABLES,
 ]
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
@@ -183,12 +218,14 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS chunk_lists_key ON chunk_lists (natural_key)",
     "CREATE INDEX IF NOT EXISTS changes_key ON changes (natural_key)",
     "CREATE INDEX IF NOT EXISTS fetches_key ON fetches (natural_key)",
+    "CREATE INDEX IF NOT EXISTS change_words_key ON change_words (natural_key)",
 ]
 
 # The seed's tables, as readers see them (`content_chunks` a view), and the tables that hold
 # the rows (what an erasure deletes from).
 TABLES = ("pages", "generations", "content_chunks", "changes")
-STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations")
+STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations",
+                 "change_words", "watch_hits")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -256,9 +293,10 @@ UPGRADE_TO_TEMPLATES = [
 
 # Schema 4 to 5, and a new store's additions to SCHEMA: idempotent statements (a table made if
 # missing, a column added if missing), so they compose in any order and a store made by any cdc
-# of version 5 reads the same. Filled on upgrade by `_fill_surt_keys`.
+# of version 5 reads the same. Filled on upgrade by `_fill_surt_keys` and
+# `Search.fill_change_words` (the words of the changes whose two texts are retained).
 SURT_COLUMN = "ALTER TABLE pages ADD COLUMN IF NOT EXISTS surt VARCHAR"
-VERSION_5 = [SURT_COLUMN, ANNOTATIONS_TABLE]
+VERSION_5 = [SURT_COLUMN, ANNOTATIONS_TABLE, *SEARCH_TABLES]
 SURT_BATCH = 10_000  # pages given their SURT per statement on upgrade
 
 
@@ -348,8 +386,9 @@ class Schema:
         generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
         and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
         and the template-only flags are counted (`cdc.store.templates`). Schema 4 to 5: the
-        `VERSION_5` additions (empty tables, a column), and each page's SURT. A rewrite of the
-        tables: seconds for a million rows."""
+        `VERSION_5` additions (the round-3 tables, a column), each page's SURT, and the words
+        of the changes whose two texts are retained. A rewrite of the tables: seconds for a
+        million rows."""
         connection.execute("BEGIN TRANSACTION")
         try:
             if version < 2:
@@ -364,6 +403,7 @@ class Schema:
             for statement in VERSION_5:
                 connection.execute(statement)
             _fill_surt_keys(connection)
+            self.fill_change_words(connection)
             connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                                [str(SCHEMA_VERSION)])
         except BaseException:

@@ -115,7 +115,8 @@ class WriteBatch:
     fetches: pa.Table  # the columns of `fetches`: fetches not stored before
     seen: pa.Table  # the columns of `page_runs`: each page's latest fetch in the batch
     removed_generations: pa.Table  # natural_key, generation: rows (and chunk lists) replaced
-    removed_changes: pa.Table  # natural_key, generation: change rows measured again
+    removed_changes: pa.Table  # natural_key, generation: change rows measured again (and their words)
+    words: pa.Table  # the columns of `change_words`: the words of the new change rows
 
     @property
     def rows(self) -> int:
@@ -305,7 +306,8 @@ class Writer:
         tables = {"batch_pages": batch.pages, "batch_generations": batch.generations,
                   "batch_chunks": batch.chunks, "batch_changes": batch.changes,
                   "batch_checked": batch.checked, "batch_fetches": batch.fetches, "batch_seen": batch.seen,
-                  "removed_generations": batch.removed_generations, "removed_changes": batch.removed_changes}
+                  "removed_generations": batch.removed_generations, "removed_changes": batch.removed_changes,
+                  "batch_words": batch.words}
         for name, table in tables.items():
             connection.register(name, table)
         try:
@@ -324,15 +326,18 @@ class Writer:
                 WHERE {table}.natural_key = r.natural_key AND {table}.generation = r.generation
                   AND {table}.natural_key IN ({{keys}})""",
                       batch.removed_generations.column("natural_key").to_pylist(), table)
-        _for_keys(connection, """
-            DELETE FROM changes USING removed_changes r
-            WHERE changes.natural_key = r.natural_key AND changes.generation = r.generation
-              AND changes.natural_key IN ({keys})""", batch.removed_changes.column("natural_key").to_pylist(),
-                  "changes")
+        for table in ("changes", "change_words"):
+            _for_keys(connection, f"""
+                DELETE FROM {table} USING removed_changes r
+                WHERE {table}.natural_key = r.natural_key AND {table}.generation = r.generation
+                  AND {table}.natural_key IN ({{keys}})""",
+                      batch.removed_changes.column("natural_key").to_pylist(), "changes")
         connection.execute("INSERT INTO generations SELECT * FROM batch_generations")
         connection.execute("INSERT INTO chunk_lists SELECT * FROM batch_chunks")
         # Their template-only flags are set at the run's end (`cdc.store.templates`).
         connection.execute("INSERT INTO changes BY NAME SELECT * FROM batch_changes")
+        if batch.words.num_rows:
+            connection.execute("INSERT INTO change_words SELECT * FROM batch_words")
         connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
         connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
         # The pages stored before are updated (the URL and class of the page's latest fetch:
