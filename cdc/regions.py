@@ -17,10 +17,13 @@ The rules are those of the word scan (`cdc.words`): a token boundary there is on
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Set
+
 import numpy as np
 
 from cdc.compiled import AHEAD_OF_TIME, njit
-from cdc.words import boundary_within
+from cdc.words import Words, boundary_within, count_chunk_words_kernel, found_words, scan_words_kernel
 
 WIDEN_LIMIT = 256  # bytes a stretch may grow by to reach a token boundary or a block's start
 
@@ -104,7 +107,7 @@ def _bound(old_text, new_text, old_pieces, new_pieces, edges):  # pragma: no cov
         shift = 0
         while shift < limit and not _boundary_both_compiled(old_text, new_text, old - shift, new - shift):
             shift += 1
-        while _is_continuation_compiled(old_text, old - shift):
+        while old - shift > 0 and _is_continuation_compiled(old_text, old - shift):
             shift += 1
         old_pieces[0, 0] -= shift
         new_pieces[0, 0] -= shift
@@ -119,13 +122,15 @@ def _bound(old_text, new_text, old_pieces, new_pieces, edges):  # pragma: no cov
             shift += 1
         old_pieces[last_old, 1] += shift
         new_pieces[last_new, 1] += shift
-    for k in range(len(old_pieces)):  # where no word boundary was reached, stay on whole characters
-        while _is_continuation_compiled(old_text, old_pieces[k, 0]):
+    # Where no word boundary was reached, stay on whole characters (never before the text:
+    # invalid UTF-8 may start with continuation bytes).
+    for k in range(len(old_pieces)):
+        while old_pieces[k, 0] > 0 and _is_continuation_compiled(old_text, old_pieces[k, 0]):
             old_pieces[k, 0] -= 1
         while _is_continuation_compiled(old_text, old_pieces[k, 1]):
             old_pieces[k, 1] += 1
     for k in range(len(new_pieces)):
-        while _is_continuation_compiled(new_text, new_pieces[k, 0]):
+        while new_pieces[k, 0] > 0 and _is_continuation_compiled(new_text, new_pieces[k, 0]):
             new_pieces[k, 0] -= 1
         while _is_continuation_compiled(new_text, new_pieces[k, 1]):
             new_pieces[k, 1] += 1
@@ -134,8 +139,74 @@ def _bound(old_text, new_text, old_pieces, new_pieces, edges):  # pragma: no cov
     return 0
 
 
-if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.aot`
+@njit(cache=True, nogil=True)
+def _region_words(old_text, new_text, frame, old_hashes, old_table, new_hashes,
+                  new_table):  # pragma: no cover - compiled
+    """`_bound`, then the word scan of both sides' pieces (see `cdc.words._scan_words`): one
+    call per changed stretch from Python instead of three, its input in one array.
+
+    `frame`: the four `edges`, how many pieces each side has, then the old pieces' [start,
+    end] pairs and the new ones' (bounded in place). Returns how many words the old side
+    holds times 2**32 plus how many the new side holds."""
+    old_count, new_count = frame[4], frame[5]
+    old_pieces = frame[6:6 + 2 * old_count].reshape((old_count, 2))
+    new_pieces = frame[6 + 2 * old_count:6 + 2 * (old_count + new_count)].reshape((new_count, 2))
+    _bound(old_text, new_text, old_pieces, new_pieces, frame[:4])
+    old_words = scan_words_kernel(old_text, old_pieces, old_hashes, old_table)
+    new_words = scan_words_kernel(new_text, new_pieces, new_hashes, new_table)
+    return old_words * 4294967296 + new_words
+
+
+def _count_kept(text, rows, moved, start, stop, enough):  # pragma: no cover - inlined in the kernel
+    """The tokens of chunks start..stop-1 (their `rows`), but those `moved` marks (a mask,
+    empty when none is), counted as `cdc.words.count_rows` counts."""
+    if stop <= start:
+        return 0
+    if len(moved):
+        for k in range(start, stop):
+            if moved[k]:
+                kept = rows[start:stop][moved[start:stop] == 0]
+                return count_chunk_words_kernel(text, kept, enough) if len(kept) else 0
+    return count_chunk_words_kernel(text, rows[start:stop], enough)
+
+
+_count_kept_compiled = njit(inline="always")(_count_kept)
+
+
+@njit(cache=True, nogil=True)
+def _join_windows(old_text, old_rows, old_moved, new_text, new_rows, new_moved, runs,
+                  windows):  # pragma: no cover - compiled
+    """`cdc.refine._windows`' joining: `runs` the changed stretches' (i1, i2, j1, j2) rows,
+    in chunk positions; `*_rows` the sides' chunk rows (offset in column 1, length in 2),
+    `*_moved` masks of the moved chunks (empty when none is). Writes each window's (i1, i2,
+    j1, j2, old tokens, new tokens) into a row of `windows`; returns how many there are."""
+    count = 0
+    for k in range(len(runs)):
+        i1, i2, j1, j2 = runs[k, 0], runs[k, 1], runs[k, 2], runs[k, 3]
+        old_tokens = _count_kept_compiled(old_text, old_rows, old_moved, i1, i2, -1)
+        new_tokens = _count_kept_compiled(new_text, new_rows, new_moved, j1, j2, -1)
+        while count:
+            last = windows[count - 1]
+            enough = max(last[4] + new_tokens, last[5] + old_tokens)
+            held = 0
+            if i1 > last[1]:  # the aligned run between: the same bytes on both sides, none moved
+                held = count_chunk_words_kernel(old_text, old_rows[last[1]:i1], enough)
+            if held >= enough:
+                break
+            count -= 1
+            i1, j1 = last[0], last[2]
+            old_tokens += last[4] + held
+            new_tokens += last[5] + held
+        windows[count, 0], windows[count, 1], windows[count, 2], windows[count, 3] = i1, i2, j1, j2
+        windows[count, 4], windows[count, 5] = old_tokens, new_tokens
+        count += 1
+    return count
+
+
+if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
     _bound = AHEAD_OF_TIME.bound_region
+    _region_words = AHEAD_OF_TIME.region_words
+    _join_windows = AHEAD_OF_TIME.join_windows
 
 
 def bound(old_text: bytes, new_text: bytes, old_pieces: list[list[int]], new_pieces: list[list[int]],
@@ -145,3 +216,66 @@ def bound(old_text: bytes, new_text: bytes, old_pieces: list[list[int]], new_pie
     new = np.array(new_pieces, np.int64).reshape(-1, 2)
     _bound(old_text, new_text, old, new, np.array(edges, np.int64))
     return old, new
+
+
+SCRATCH_WORDS = 1 << 14  # words a thread's reused output holds; a larger region gets its own
+_scratch = threading.local()
+
+
+def _outputs(capacity: int) -> tuple:
+    """Where the scan writes each side's words (hashes; rows of start, end and piece): this
+    thread's reused buffers (their words are copied out before the next call), or, past
+    SCRATCH_WORDS, new ones; each array with a bytes view of it, to copy from."""
+    if capacity > SCRATCH_WORDS:
+        return _buffers(capacity)
+    outputs = getattr(_scratch, "outputs", None)
+    if outputs is None:
+        outputs = _scratch.outputs = _buffers(SCRATCH_WORDS)
+    return outputs
+
+
+def _buffers(capacity: int) -> tuple:
+    arrays = (np.empty(capacity, np.uint64), np.empty((capacity, 3), np.int64),
+              np.empty(capacity, np.uint64), np.empty((capacity, 3), np.int64))
+    return arrays + tuple(memoryview(array).cast("B") for array in arrays)
+
+
+def region_words(old_text: bytes, new_text: bytes, old_pieces: list[list[int]],
+                 new_pieces: list[list[int]], edges: tuple[int, int, int, int]) -> tuple[Words, Words]:
+    """The words of both sides of a changed stretch, its pieces bounded first (steps 1 to
+    3, as `bound` does), in one compiled call; each `Words.start` is where its side's
+    first bounded range starts."""
+    frame = np.array([*edges, len(old_pieces), len(new_pieces), *[x for piece in old_pieces for x in piece],
+                      *[x for piece in new_pieces for x in piece]], np.int64)
+    # Room for the words once bounded: a word and a gap take two bytes, and the first piece
+    # may grow back and the last on by up to WIDEN_LIMIT bytes (a few more at every piece's
+    # ends, to stay on whole characters).
+    pieces = len(old_pieces) + len(new_pieces)
+    capacity = (max(old_pieces[-1][1] - old_pieces[0][0], new_pieces[-1][1] - new_pieces[0][0])
+                + 8 * pieces) // 2 + 2 * WIDEN_LIMIT
+    old_hashes, old_table, new_hashes, new_table, *views = _outputs(capacity)
+    counts = _region_words(old_text, new_text, frame, old_hashes, old_table, new_hashes, new_table)
+    old_start, new_start = frame[6::2 * len(old_pieces)][:2].tolist()
+    return (found_words(views[0], views[1], counts >> 32, old_start),
+            found_words(views[2], views[3], counts & 0xFFFFFFFF, new_start))
+
+
+NONE_MOVED = np.zeros(0, np.uint8)
+
+
+def _moved_mask(rows: np.ndarray, moved: Set[int]) -> np.ndarray:
+    if not moved:
+        return NONE_MOVED
+    mask = np.zeros(len(rows), np.uint8)
+    mask[list(moved)] = 1
+    return mask
+
+
+def join_windows(old_text: bytes, old_rows: np.ndarray, old_moved: Set[int], new_text: bytes,
+                 new_rows: np.ndarray, new_moved: Set[int],
+                 runs: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """The windows `_join_windows` makes of the runs, as (i1, i2, j1, j2)."""
+    windows = np.empty((len(runs), 6), np.int64)
+    count = _join_windows(old_text, old_rows, _moved_mask(old_rows, old_moved), new_text, new_rows,
+                          _moved_mask(new_rows, new_moved), np.array(runs, np.int64), windows)
+    return [(i1, i2, j1, j2) for i1, i2, j1, j2, _, _ in windows[:count].tolist()]

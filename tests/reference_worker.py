@@ -21,7 +21,7 @@ import numpy as np
 
 from cdc import Chunker, ChunkParams, chunk_content, chunk_many
 from cdc.refine import word_table
-from cdc.regions import bound
+from cdc.regions import bound, join_windows, region_words
 from cdc.words import count_words, is_token_boundary
 
 
@@ -63,6 +63,18 @@ def word_checks(data: bytes, chunks) -> dict:
                    for start in (0, len(data) // 3, len(data) // 2)
                    for edges in ((0, 0, 0, 0), (1, max(0, start - 300), 1, len(data)))
                    if start <= len(data) - start],
+        "regions": [[[list(words.hashes), list(words.begins), list(words.ends), list(words.pieces),
+                      words.start]
+                     for words in region_words(data, edited, [[start, len(data) - start]],
+                                               [[start, len(edited) - start]], edges)]
+                    for start in (0, len(data) // 3, len(data) // 2)
+                    for edges in ((0, 0, 0, 0), (1, max(0, start - 300), 1, len(data)))
+                    if start <= len(data) - start],
+        "windows": [[list(window) for window in join_windows(data, rows, moved, data, rows, moved, runs)]
+                    if runs else []
+                    for rows in [chunks.table if hasattr(chunks, "table") else np.zeros((0, 5), np.int64)]
+                    for runs in [[(k, k + 1, k, k + 1) for k in range(0, len(rows), 3)]]
+                    for moved in (set(), {k for k in range(len(rows)) if k % 3 == 0 and k % 2 == 0})],
     }
 
 

@@ -219,9 +219,13 @@ def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
         new_paragraphs[at] = " ".join(words)
     old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
     read = []
-    words = cdc.refine.words_of
-    monkeypatch.setattr(cdc.refine, "words_of", lambda text, pieces: (
-        read.append(sum(end - start for start, end in pieces)), words(text, pieces))[1])
+    region_words = cdc.refine.region_words
+
+    def reading(old_text, new_text, old_pieces, new_pieces, edges):
+        read.append(sum(end - start for start, end in old_pieces + new_pieces))
+        return region_words(old_text, new_text, old_pieces, new_pieces, edges)
+
+    monkeypatch.setattr(cdc.refine, "region_words", reading)
     report = diff(old, new)
     assert [shown(new, e.new_offset, e.new_length) for e in report.edits] == [b"CHANGED", b"CHANGED"]
     assert sum(read) < (len(old) + len(new)) / 10
