@@ -44,8 +44,8 @@ def kernels() -> list[tuple]:
         ("count_chunk_words", i8(text, types.Array(i8, 2, "A"), i8), "cdc.words", "_count_chunk_words"),
         ("is_token_boundary", types.boolean(text, i8), "cdc.words", "is_token_boundary"),
         ("bound_region", i8(text, text, records, records, vector(i8)), "cdc.regions", "_bound"),
-        ("region_words", i8(text, text, vector(i8), vector(u8), rows, vector(u8), rows), "cdc.regions",
-         "_region_words"),
+        ("pair_words", i8(text, rows, vector(u1), text, rows, vector(u1), records, vector(u8), records,
+                          vector(u8), records, records), "cdc.regions", "_pair_words"),
         ("join_windows", i8(text, rows, vector(u1), text, rows, vector(u1), records, records), "cdc.regions",
          "_join_windows"),
     ]

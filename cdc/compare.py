@@ -195,11 +195,10 @@ class _Side:
 
     def for_refine(self, text: bytes, moved: set[int]) -> Side:
         """This side as `refine` reads it: rows with offset and length in columns 1 and 2
-        (a `Chunks`' own table, no copy), the offsets and ends as lists."""
+        (a `Chunks`' own table, no copy)."""
         table = getattr(self.chunks, "table", None)
         rows = table if table is not None else np.stack([self.indexes, self.offsets, self.lengths], axis=1)
-        offsets, ends = self.offsets.tolist(), self.ends.tolist()
-        return Side(text, rows, offsets, ends, moved, offsets[1:] == ends[:-1])
+        return Side(text, rows, moved)
 
     def pick(self, positions: Iterable[int]) -> list[Chunk]:
         """The chunks at these positions (in range)."""

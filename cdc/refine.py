@@ -35,7 +35,7 @@ import numpy as np
 from rapidfuzz.distance import Indel, LCSseq
 
 from cdc.moves import MIN_MOVE_TOKENS, find_moves
-from cdc.regions import join_windows, region_words
+from cdc.regions import pair_words
 from cdc.words import (
     WHITESPACE,
     Words,
@@ -67,74 +67,22 @@ class Edit(NamedTuple):
 
 class Side(NamedTuple):
     """One version as the chunk comparison hands it over: its text, its chunks as int64 rows
-    (offset in column 1 and length in 2, as a chunk record's table), the same offsets and
-    ends as lists (read one at a time), the positions of the chunks it found moved (in no
-    changed stretch's words), and whether the rows tile the text (no chunk left out
-    between two: then a stretch without moved chunks is one byte range)."""
+    (offset in column 1 and length in 2, as a chunk record's table), and the positions of
+    the chunks it found moved (in no changed stretch's words)."""
 
     text: bytes
     rows: np.ndarray
-    offsets: list[int]
-    ends: list[int]
     moved: Set[int]
-    tiled: bool
-
-    def pieces(self, start: int, stop: int) -> list[list[int]]:
-        """Runs of byte-adjacent chunks among start..stop-1, but the moved ones, as
-        [start, end] (a moved chunk leaves a gap)."""
-        if self.tiled and not (self.moved and not self.moved.isdisjoint(range(start, stop))):
-            return [[self.offsets[start], self.ends[stop - 1]]] if stop > start else []
-        offsets, ends, moved = self.offsets, self.ends, self.moved
-        pieces: list[list[int]] = []
-        for k in range(start, stop):
-            if k in moved:
-                continue
-            if pieces and pieces[-1][1] == offsets[k]:
-                pieces[-1][1] = ends[k]
-            else:
-                pieces.append([offsets[k], ends[k]])
-        return pieces
-
-    def neighbour(self, k: int) -> int:
-        """`k` if a chunk there is unchanged (in range, not moved), else -1."""
-        return k if 0 <= k < len(self.offsets) and k not in self.moved else -1
-
-    def point(self, before: int, after: int) -> int:
-        """Where an empty range between the neighbours `before` and `after` (or -1) is."""
-        if before >= 0:
-            return self.ends[before]
-        return self.offsets[after] if after >= 0 else 0
 
 
 def _is_continuation(text: bytes, i: int) -> bool:
     return 0 <= i < len(text) and 0x80 <= text[i] < 0xC0
 
 
-def _region_words(window: tuple[int, int, int, int], old: Side, new: Side) -> tuple[Words, Words]:
-    """The words of a window on each side, in byte ranges widened to whole words at
-    unchanged neighbours and, one range a side, trimmed of their common affixes (see
-    `cdc.regions`)."""
-    i1, i2, j1, j2 = window
-    old_pieces, new_pieces = old.pieces(i1, i2), new.pieces(j1, j2)
-    old_before, new_before = old.neighbour(i1 - 1), new.neighbour(j1 - 1)
-    old_after, new_after = old.neighbour(i2), new.neighbour(j2)
-    if not old_pieces:  # nothing removed here: an empty range at the insertion point
-        old_pieces = [[old.point(old_before, old_after)] * 2]
-    if not new_pieces:
-        new_pieces = [[new.point(new_before, new_after)] * 2]
-    # Where the neighbours hold the same bytes, both sides widen by the same amount.
-    widen_start = (old_before >= 0 and new_before >= 0 and old.ends[old_before] == old_pieces[0][0]
-                   and new.ends[new_before] == new_pieces[0][0])
-    widen_end = (old_after >= 0 and new_after >= 0 and old.offsets[old_after] == old_pieces[-1][1]
-                 and new.offsets[new_after] == new_pieces[-1][1])
-    edges = (widen_start, old.offsets[old_before] if widen_start else 0,
-             widen_end, old.ends[old_after] if widen_end else 0)
-    return region_words(old.text, new.text, old_pieces, new_pieces, edges)
-
-
-def _windows(runs: list[tuple[int, int, int, int]], old: Side, new: Side) -> list[tuple[int, int, int, int]]:
-    """The changed stretches (i1, i2, j1, j2 in chunk positions), joined across the aligned
-    runs between them that a word alignment could cross, so each is diffed as one.
+def _windows(old: Side, new: Side, runs: list[tuple[int, int, int, int]]) -> list[tuple[Words, Words]]:
+    """The words of the changed stretches (i1, i2, j1, j2 in chunk positions) on each side,
+    joined into windows across the aligned runs between them that a word alignment could
+    cross, so each is diffed as one; one compiled call a pair (`cdc.regions.pair_words`).
 
     The chunk alignment counts chunks, and chunks are blocks: a code fence, a closing brace
     or a short heading is a chunk of its own that recurs through a page, and the alignment
@@ -149,11 +97,11 @@ def _windows(runs: list[tuple[int, int, int, int]], old: Side, new: Side) -> lis
     Anything shorter is diffed together with the stretches around it; counted in tokens,
     as the word diff counts, so the rule is the same in every script. (The aligned run
     between two stretches holds no moved chunk: a joined window is every chunk from its
-    first stretch's start to its last one's end, but the moved ones.)
+    first stretch's start to its last one's end, but the moved ones.) Each window's byte
+    ranges are widened to whole words at unchanged neighbours and, one range a side,
+    trimmed of their common affixes (see `cdc.regions`).
     """
-    if len(runs) < 2:
-        return runs
-    return join_windows(old.text, old.rows, old.moved, new.text, new.rows, new.moved, runs)
+    return pair_words(old.text, old.rows, old.moved, new.text, new.rows, new.moved, runs)
 
 
 def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
@@ -446,8 +394,7 @@ def refine(old: Side, new: Side, runs: list[tuple[int, int, int, int]],
     """
     old_text, new_text = old.text, new.text
     regions = []
-    for window in _windows(runs, old, new):
-        old_words, new_words = _region_words(window, old, new)
+    for old_words, new_words in _windows(old, new, runs):
         changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
         changes = _absorb_short_equalities(changes, old_words, new_words, old_text, new_text)
         regions.append(_Region(old_words, new_words, changes))

@@ -139,24 +139,6 @@ def _bound(old_text, new_text, old_pieces, new_pieces, edges):  # pragma: no cov
     return 0
 
 
-@njit(cache=True, nogil=True)
-def _region_words(old_text, new_text, frame, old_hashes, old_table, new_hashes,
-                  new_table):  # pragma: no cover - compiled
-    """`_bound`, then the word scan of both sides' pieces (see `cdc.words._scan_words`): one
-    call per changed stretch from Python instead of three, its input in one array.
-
-    `frame`: the four `edges`, how many pieces each side has, then the old pieces' [start,
-    end] pairs and the new ones' (bounded in place). Returns how many words the old side
-    holds times 2**32 plus how many the new side holds."""
-    old_count, new_count = frame[4], frame[5]
-    old_pieces = frame[6:6 + 2 * old_count].reshape((old_count, 2))
-    new_pieces = frame[6 + 2 * old_count:6 + 2 * (old_count + new_count)].reshape((new_count, 2))
-    _bound(old_text, new_text, old_pieces, new_pieces, frame[:4])
-    old_words = scan_words_kernel(old_text, old_pieces, old_hashes, old_table)
-    new_words = scan_words_kernel(new_text, new_pieces, new_hashes, new_table)
-    return old_words * 4294967296 + new_words
-
-
 def _count_kept(text, rows, moved, start, stop, enough):  # pragma: no cover - inlined in the kernel
     """The tokens of chunks start..stop-1 (their `rows`), but those `moved` marks (a mask,
     empty when none is), counted as `cdc.words.count_rows` counts."""
@@ -203,9 +185,102 @@ def _join_windows(old_text, old_rows, old_moved, new_text, new_rows, new_moved, 
     return count
 
 
+def _kept_pieces(rows, moved, start, stop):  # pragma: no cover - inlined in the kernel
+    """Runs of byte-adjacent chunks among start..stop-1 (`rows`: offset in column 1,
+    length in 2), but those `moved` marks, as [start, end] rows (a moved chunk leaves a
+    gap); room for one more row when there are none."""
+    pieces = np.empty((max(stop - start, 1), 2), np.int64)
+    count = 0
+    for k in range(start, stop):
+        if len(moved) and moved[k]:
+            continue
+        offset, end = rows[k, 1], rows[k, 1] + rows[k, 2]
+        if count and pieces[count - 1, 1] == offset:
+            pieces[count - 1, 1] = end
+        else:
+            pieces[count, 0], pieces[count, 1] = offset, end
+            count += 1
+    return pieces, count
+
+
+_kept_pieces_compiled = njit(inline="always")(_kept_pieces)
+
+
+def _neighbour(rows, moved, k):  # pragma: no cover - inlined in the kernel
+    """`k` if an unchanged chunk is there (in range, not moved), else -1."""
+    if 0 <= k < len(rows) and not (len(moved) and moved[k]):
+        return k
+    return -1
+
+
+_neighbour_compiled = njit(inline="always")(_neighbour)
+
+
+def _window_pieces(rows, moved, start, stop, before, after):  # pragma: no cover - inlined
+    """A window's pieces on one side; with none (nothing removed or inserted there), an
+    empty range at the point between the neighbours."""
+    pieces, count = _kept_pieces_compiled(rows, moved, start, stop)
+    if count == 0:
+        point = 0
+        if before >= 0:
+            point = rows[before, 1] + rows[before, 2]
+        elif after >= 0:
+            point = rows[after, 1]
+        pieces[0, 0], pieces[0, 1] = point, point
+        count = 1
+    return pieces[:count]
+
+
+_window_pieces_compiled = njit(inline="always")(_window_pieces)
+
+
+@njit(cache=True, nogil=True)
+def _pair_words(old_text, old_rows, old_moved, new_text, new_rows, new_moved, runs, old_hashes,
+                old_table, new_hashes, new_table, regions):  # pragma: no cover - compiled
+    """The token-level input of a pair's word diff, in one call: the changed stretches
+    `runs` (rows of i1, i2, j1, j2 in chunk positions) joined into windows
+    (`_join_windows`), then for each window its byte ranges on both sides (the chunks, but
+    the moved ones), bounded (`_bound`: widened at unchanged neighbours, trimmed of common
+    affixes) and scanned (`cdc.words._scan_words`), each side's words one window after the
+    other into `*_hashes` and `*_table`. `regions` gets a row per window: where its old
+    words start in the output and how many, the same for the new, and where its first
+    bounded range starts on each side. Returns how many windows there are."""
+    windows = np.empty((len(runs), 6), np.int64)
+    count = _join_windows(old_text, old_rows, old_moved, new_text, new_rows, new_moved, runs, windows)
+    edges = np.empty(4, np.int64)
+    old_at, new_at = 0, 0
+    for w in range(count):
+        i1, i2, j1, j2 = windows[w, 0], windows[w, 1], windows[w, 2], windows[w, 3]
+        old_before, new_before = _neighbour_compiled(old_rows, old_moved, i1 - 1), _neighbour_compiled(
+            new_rows, new_moved, j1 - 1)
+        old_after, new_after = _neighbour_compiled(old_rows, old_moved, i2), _neighbour_compiled(
+            new_rows, new_moved, j2)
+        old_pieces = _window_pieces_compiled(old_rows, old_moved, i1, i2, old_before, old_after)
+        new_pieces = _window_pieces_compiled(new_rows, new_moved, j1, j2, new_before, new_after)
+        # Where the neighbours hold the same bytes, both sides widen by the same amount.
+        widen_start = (old_before >= 0 and new_before >= 0
+                       and old_rows[old_before, 1] + old_rows[old_before, 2] == old_pieces[0, 0]
+                       and new_rows[new_before, 1] + new_rows[new_before, 2] == new_pieces[0, 0])
+        widen_end = (old_after >= 0 and new_after >= 0
+                     and old_rows[old_after, 1] == old_pieces[len(old_pieces) - 1, 1]
+                     and new_rows[new_after, 1] == new_pieces[len(new_pieces) - 1, 1])
+        edges[0] = 1 if widen_start else 0
+        edges[1] = old_rows[old_before, 1] if widen_start else 0
+        edges[2] = 1 if widen_end else 0
+        edges[3] = old_rows[old_after, 1] + old_rows[old_after, 2] if widen_end else 0
+        _bound(old_text, new_text, old_pieces, new_pieces, edges)
+        old_words = scan_words_kernel(old_text, old_pieces, old_hashes[old_at:], old_table[old_at:])
+        new_words = scan_words_kernel(new_text, new_pieces, new_hashes[new_at:], new_table[new_at:])
+        regions[w, 0], regions[w, 1], regions[w, 2], regions[w, 3] = old_at, old_words, new_at, new_words
+        regions[w, 4], regions[w, 5] = old_pieces[0, 0], new_pieces[0, 0]
+        old_at += old_words
+        new_at += new_words
+    return count
+
+
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
     _bound = AHEAD_OF_TIME.bound_region
-    _region_words = AHEAD_OF_TIME.region_words
+    _pair_words = AHEAD_OF_TIME.pair_words
     _join_windows = AHEAD_OF_TIME.join_windows
 
 
@@ -240,26 +315,6 @@ def _buffers(capacity: int) -> tuple:
     return arrays + tuple(memoryview(array).cast("B") for array in arrays)
 
 
-def region_words(old_text: bytes, new_text: bytes, old_pieces: list[list[int]],
-                 new_pieces: list[list[int]], edges: tuple[int, int, int, int]) -> tuple[Words, Words]:
-    """The words of both sides of a changed stretch, its pieces bounded first (steps 1 to
-    3, as `bound` does), in one compiled call; each `Words.start` is where its side's
-    first bounded range starts."""
-    frame = np.array([*edges, len(old_pieces), len(new_pieces), *[x for piece in old_pieces for x in piece],
-                      *[x for piece in new_pieces for x in piece]], np.int64)
-    # Room for the words once bounded: a word and a gap take two bytes, and the first piece
-    # may grow back and the last on by up to WIDEN_LIMIT bytes (a few more at every piece's
-    # ends, to stay on whole characters).
-    pieces = len(old_pieces) + len(new_pieces)
-    capacity = (max(old_pieces[-1][1] - old_pieces[0][0], new_pieces[-1][1] - new_pieces[0][0])
-                + 8 * pieces) // 2 + 2 * WIDEN_LIMIT
-    old_hashes, old_table, new_hashes, new_table, *views = _outputs(capacity)
-    counts = _region_words(old_text, new_text, frame, old_hashes, old_table, new_hashes, new_table)
-    old_start, new_start = frame[6::2 * len(old_pieces)][:2].tolist()
-    return (found_words(views[0], views[1], counts >> 32, old_start),
-            found_words(views[2], views[3], counts & 0xFFFFFFFF, new_start))
-
-
 NONE_MOVED = np.zeros(0, np.uint8)
 
 
@@ -279,3 +334,32 @@ def join_windows(old_text: bytes, old_rows: np.ndarray, old_moved: Set[int], new
     count = _join_windows(old_text, old_rows, _moved_mask(old_rows, old_moved), new_text, new_rows,
                           _moved_mask(new_rows, new_moved), np.array(runs, np.int64), windows)
     return [(i1, i2, j1, j2) for i1, i2, j1, j2, _, _ in windows[:count].tolist()]
+
+
+def _capacity(rows: np.ndarray, start: int, stop: int, windows: int) -> int:
+    """Room for the words of the windows over chunks start..stop-1 once bounded: a word and
+    a gap take two bytes; each window may grow back and on by up to WIDEN_LIMIT bytes, and
+    each of its pieces by a few, to stay on whole characters."""
+    span = int(rows[stop - 1, 1] + rows[stop - 1, 2] - rows[start, 1]) if stop > start else 0
+    return span // 2 + 4 * (stop - start) + windows * (2 * WIDEN_LIMIT + 8) + 8
+
+
+def pair_words(old_text: bytes, old_rows: np.ndarray, old_moved: Set[int], new_text: bytes,
+               new_rows: np.ndarray, new_moved: Set[int],
+               runs: list[tuple[int, int, int, int]]) -> list[tuple[Words, Words]]:
+    """The words of each window `_pair_words` makes of the changed stretches `runs`, on
+    both sides; each `Words.start` is where its side's first bounded range starts."""
+    if not runs:
+        return []
+    first, last = runs[0], runs[-1]
+    capacity = max(_capacity(old_rows, first[0], last[1], len(runs)),
+                   _capacity(new_rows, first[2], last[3], len(runs)))
+    old_hashes, old_table, new_hashes, new_table, *views = _outputs(capacity)
+    regions = np.empty((len(runs), 6), np.int64)
+    count = _pair_words(old_text, old_rows, _moved_mask(old_rows, old_moved), new_text, new_rows,
+                        _moved_mask(new_rows, new_moved), np.array(runs, np.int64), old_hashes, old_table,
+                        new_hashes, new_table, regions)
+    old_hash_bytes, old_row_bytes, new_hash_bytes, new_row_bytes = views
+    return [(found_words(old_hash_bytes[8 * old_at:], old_row_bytes[24 * old_at:], old_count, old_start),
+             found_words(new_hash_bytes[8 * new_at:], new_row_bytes[24 * new_at:], new_count, new_start))
+            for old_at, old_count, new_at, new_count, old_start, new_start in regions[:count].tolist()]
