@@ -289,7 +289,7 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
 
 
 def _check_tiling(which: str, chunks: Sequence[Chunk], text: bytes) -> None:
-    end = chunks[-1].end if chunks else 0
+    end = chunks.end if isinstance(chunks, Chunks) else (chunks[-1].end if chunks else 0)
     if end != len(text):
         raise ValueError(
             f"{which}_text is {len(text)} bytes but its chunks cover {end}: "
