@@ -15,7 +15,9 @@ most 1.0 is the target), and precision and recall of both against the word align
 deleted ops; cdc's: the non-whitespace bytes inside its edits). `--str` times fdmp on the
 decoded strings as well (its other way in; not the target's).
 
-Run from the repository root (about a minute; `--every N` takes every N-th pair):
+Run from the repository root (about a minute; `--every N` takes every N-th pair; `--clock
+cpu` times each call by this thread's CPU time, which a machine loaded by other jobs
+inflates less than the wall clock):
 
     python benchmarks/compare.py
 """
@@ -82,10 +84,13 @@ class Score:
         return self.both / self.truth if self.truth else 1.0
 
 
-def measure(versions: dict[str, list[bytes]], every: int, with_str: bool) -> dict:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def measure(versions: dict[str, list[bytes]], every: int, with_str: bool, clock_name: str = "wall") -> dict:
     times: dict[str, list[float]] = {"cdc": [], "fdmp": [], "fdmp str": []}
     scores = {"cdc": Score(), "fdmp": Score()}
-    clock = time.perf_counter
+    clock = CLOCKS[clock_name]
     for old, new in pairs(versions, every):
         old_chunks, new_chunks = cdc.chunk_content(old), cdc.chunk_content(new)
         started = clock()
@@ -112,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="take every N-th pair (default all)")
     parser.add_argument("--str", dest="with_str", action="store_true",
                         help="also time fdmp on the decoded strings")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall time, or this thread's CPU time (on a loaded machine, a time "
+                             "slice lost to another process is counted in neither)")
     args = parser.parse_args(argv)
     if args.every < 1:
         parser.error("--every must be at least 1")
@@ -119,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"kernels: {'ahead of time' if cdc.compiled.AHEAD_OF_TIME is not None else 'JIT'}; "
           f"fast-diff-match-patch {getattr(fast_diff_match_patch, '__version__', '?')}; targets: "
           f"cdc/fdmp median and mean <= {TARGET_RATIO}, precision >= {TARGET_PRECISION}, "
-          f"recall >= {TARGET_RECALL}")
+          f"recall >= {TARGET_RECALL}; clock: {args.clock}")
     print(f"{'history':<8} {'pairs':>6} {'cdc med':>8} {'fdmp med':>8} {'ratio':>6} {'cdc mean':>8} "
           f"{'fdmp mean':>9} {'ratio':>6} {'cdc P':>6} {'cdc R':>6} {'fdmp P':>6} {'fdmp R':>6}  targets")
     verdicts = []
@@ -127,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = args.corpus / filename
         if not path.is_file():
             raise SystemExit(f"corpus not found: {path} (pass --corpus FOLDER)")
-        result = measure(load(path), args.every, args.with_str)
+        result = measure(load(path), args.every, args.with_str, args.clock)
         times, scores = result["times"], result["scores"]
         ms = {k: [s * 1000 for s in v] for k, v in times.items() if v}
         median = {k: statistics.median(v) for k, v in ms.items()}

@@ -31,6 +31,7 @@ def kernels() -> list[tuple]:
         return types.Array(dtype, 1, "C")
 
     records = types.Array(i8, 2, "C")
+    rows = types.Array(i8, 2, "A")  # chunk or word rows, maybe a slice of a larger table
     return [
         ("cut", i8(vector(u1), vector(i8), records), "cdc.chunking", "_cut"),
         ("cut_bytes", i8(text, vector(i8), records), "cdc.chunking", "_cut"),
@@ -43,6 +44,10 @@ def kernels() -> list[tuple]:
         ("count_chunk_words", i8(text, types.Array(i8, 2, "A"), i8), "cdc.words", "_count_chunk_words"),
         ("is_token_boundary", types.boolean(text, i8), "cdc.words", "is_token_boundary"),
         ("bound_region", i8(text, text, records, records, vector(i8)), "cdc.regions", "_bound"),
+        ("pair_words", i8(text, rows, vector(u1), text, rows, vector(u1), records, vector(u8), records,
+                          vector(u8), records, records), "cdc.regions", "_pair_words"),
+        ("join_windows", i8(text, rows, vector(u1), text, rows, vector(u1), records, records), "cdc.regions",
+         "_join_windows"),
     ]
 
 

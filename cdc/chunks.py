@@ -19,6 +19,7 @@ DIGEST_SIZE = 16
 RECORD_FIELDS = 5  # int64 words per record
 RECORD = struct.Struct(f"=qqq{DIGEST_SIZE}s")
 DIGEST_AT = 24  # byte offset of the digest within a record
+_PLACE = struct.Struct("=8xqq")  # a record's offset and length, its index skipped
 RECORD_DTYPE = np.dtype([("index", "=i8"), ("offset", "=i8"), ("length", "=i8"),
                          ("digest", f"V{DIGEST_SIZE}")])  # the same, as NumPy reads it
 
@@ -116,6 +117,15 @@ class Chunks(Sequence[Chunk]):
         """Chunks start..stop-1 (0 <= start <= stop <= len), without a copy: `self[start:stop]`
         without the slice's checks."""
         return Chunks(self._data[start * RECORD.size:stop * RECORD.size])
+
+    @property
+    def end(self) -> int:
+        """Where the last chunk ends (0 without chunks), without making a `Chunk`: what
+        `cdc.compare` checks against a text's length on every call."""
+        if not self._data:
+            return 0
+        offset, length = _PLACE.unpack_from(self._data, len(self._data) - RECORD.size)
+        return offset + length
 
     def __iter__(self) -> Iterator[Chunk]:
         return map(_new_chunk, RECORD.iter_unpack(self._data))

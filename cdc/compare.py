@@ -35,7 +35,7 @@ from rapidfuzz.distance import Indel
 
 from cdc.chunking import Chunk
 from cdc.chunks import Chunks
-from cdc.refine import MOVE, Edit, Span, refine, stretches
+from cdc.refine import MOVE, Edit, Side, refine, stretches
 
 UNCHANGED = "unchanged"
 MINOR = "minor"
@@ -129,6 +129,8 @@ def _share(part: int, whole: int, other_whole: int) -> float:
 def _pair_moves(old_digests: list[bytes], new_digests: list[bytes], old_loose: list[int],
                 new_loose: list[int]) -> list[tuple[int, int]]:
     """Pair chunks left out of the in-order alignment that share a digest: moves."""
+    if not old_loose or not new_loose:  # the common case: nothing to pair
+        return []
     waiting: dict[bytes, list[int]] = defaultdict(list)
     for i in old_loose:
         waiting[old_digests[i]].append(i)
@@ -156,28 +158,6 @@ def _move_runs(old: _Side, new: _Side, moves: list[tuple[int, int]]) -> list[tup
     return [(a, b, c, d) for a, b, c, d in runs]
 
 
-def _spans(opcodes: list[tuple], old: _Side, new: _Side, moved_old: set[int],
-           moved_new: set[int]) -> list[Span]:
-    """The changed stretches between aligned runs, without moved chunks, and the aligned
-    chunks after each up to the next, for `refine`."""
-
-    runs = stretches(opcodes)
-    ends = [(i1, j1) for i1, _, j1, _ in runs[1:]] + [(i2, j2) for _, i2, _, j2 in runs[-1:]]
-    return [
-        Span(
-            old=old.run(i1, i2, moved_old),
-            new=new.run(j1, j2, moved_new),
-            old_before=old.at(i1 - 1, moved_old),
-            new_before=new.at(j1 - 1, moved_new),
-            old_after=old.at(i2, moved_old),
-            new_after=new.at(j2, moved_new),
-            old_gap=old.slice(i2, next_i1),  # aligned: what lies before the next stretch
-            new_gap=new.slice(j2, next_j1),
-        )
-        for (i1, i2, j1, j2), (next_i1, next_j1) in zip(runs, ends)
-    ]
-
-
 def _opcodes(old_digests: list[bytes], new_digests: list[bytes]) -> list[tuple]:
     return Indel.opcodes(old_digests, new_digests).as_list()  # (tag, i1, i2, j1, j2) tuples, made in C
 
@@ -186,7 +166,7 @@ class _Side:
     """One version's chunks left after `ignore`, as columns: the digests (a list of bytes:
     what the alignment, the sets and the move pairing hash), indexes, offsets and lengths
     (int64 arrays), and the chunks themselves (a `Chunks` where one was given, which makes a
-    `Chunk` only for those read: the changed ones, at a stretch's edges)."""
+    `Chunk` only for those a report lists: `refine` reads the columns)."""
 
     __slots__ = ("chunks", "digests", "indexes", "lengths", "offsets")
 
@@ -213,30 +193,19 @@ class _Side:
     def ends(self) -> np.ndarray:
         return self.offsets + self.lengths
 
+    def for_refine(self, text: bytes, moved: set[int]) -> Side:
+        """This side as `refine` reads it: rows with offset and length in columns 1 and 2
+        (a `Chunks`' own table, no copy)."""
+        table = getattr(self.chunks, "table", None)
+        rows = table if table is not None else np.stack([self.indexes, self.offsets, self.lengths], axis=1)
+        return Side(text, rows, moved)
+
     def pick(self, positions: Iterable[int]) -> list[Chunk]:
         """The chunks at these positions (in range)."""
         if isinstance(self.chunks, Chunks):
             return self.chunks.take(positions)
         chunks = self.chunks
         return [chunks[k] for k in positions]
-
-    def at(self, i: int, left_out: set[int]) -> Chunk | None:
-        """The chunk at position `i`, or None past either end or at a position left out."""
-        if 0 <= i < len(self.digests) and i not in left_out:
-            return self.chunks[i]
-        return None
-
-    def run(self, start: int, stop: int, left_out: set[int]) -> list[Chunk]:
-        """The chunks start..stop-1 (in range), but those at the positions `left_out`."""
-        if left_out:
-            return self.pick(k for k in range(start, stop) if k not in left_out)
-        return self.pick(range(start, stop))
-
-    def slice(self, start: int, stop: int) -> Sequence[Chunk]:
-        """The chunks start..stop-1 (in range) as a sequence: from a `Chunks`, a view."""
-        if isinstance(self.chunks, Chunks):
-            return self.chunks.view(start, stop)
-        return self.chunks[start:stop]
 
 
 def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | None = None,
@@ -290,8 +259,8 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
     old_total = int(old_side.lengths.sum())
     edits: list[Edit] = []
     if old_text is not None and changed:
-        edits = refine(old_text, new_text, _spans(opcodes, old_side, new_side, moved_old, moved_new),
-                       _move_runs(old_side, new_side, moves))
+        edits = refine(old_side.for_refine(old_text, moved_old), new_side.for_refine(new_text, moved_new),
+                       stretches(opcodes), _move_runs(old_side, new_side, moves))
         # Moved text is kept text: a paragraph moved and nothing else is a minor change.
         new_changed = sum(e.new_length for e in edits if e.kind != MOVE)
         old_changed = sum(e.old_length for e in edits if e.kind != MOVE)
@@ -320,7 +289,7 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
 
 
 def _check_tiling(which: str, chunks: Sequence[Chunk], text: bytes) -> None:
-    end = chunks[-1].end if chunks else 0
+    end = chunks.end if isinstance(chunks, Chunks) else (chunks[-1].end if chunks else 0)
     if end != len(text):
         raise ValueError(
             f"{which}_text is {len(text)} bytes but its chunks cover {end}: "

@@ -27,27 +27,23 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Set
 from itertools import zip_longest
 from typing import NamedTuple
 
 import numpy as np
 from rapidfuzz.distance import Indel, LCSseq
 
-from cdc.chunking import Chunk
 from cdc.moves import MIN_MOVE_TOKENS, find_moves
-from cdc.regions import bound
+from cdc.regions import pair_words
 from cdc.words import (
     WHITESPACE,
     Words,
-    count_words,
     is_token_boundary,
     word_table,
-    words_of,
 )
 
-__all__ = ["DELETE", "INSERT", "MOVE", "REPLACE", "Edit", "Span", "is_token_boundary", "refine",
+__all__ = ["DELETE", "INSERT", "MOVE", "REPLACE", "Edit", "Side", "is_token_boundary", "refine",
            "stretches", "word_table"]
 
 INSERT = "insert"
@@ -69,62 +65,24 @@ class Edit(NamedTuple):
     new_length: int
 
 
-@dataclass(frozen=True)
-class Span:
-    """A changed stretch: its chunks on each side, the unchanged chunks around it, and the
-    aligned chunks between it and the next stretch (none after the last)."""
+class Side(NamedTuple):
+    """One version as the chunk comparison hands it over: its text, its chunks as int64 rows
+    (offset in column 1 and length in 2, as a chunk record's table), and the positions of
+    the chunks it found moved (in no changed stretch's words)."""
 
-    old: list[Chunk]
-    new: list[Chunk]
-    old_before: Chunk | None
-    new_before: Chunk | None
-    old_after: Chunk | None
-    new_after: Chunk | None
-    old_gap: Sequence[Chunk] = ()
-    new_gap: Sequence[Chunk] = ()
-
-
-def _pieces(chunks: list[Chunk]) -> list[list[int]]:
-    """Runs of byte-adjacent chunks as [start, end] (a moved chunk leaves a gap)."""
-    pieces: list[list[int]] = []
-    for chunk in chunks:
-        if pieces and pieces[-1][1] == chunk.offset:
-            pieces[-1][1] = chunk.end
-        else:
-            pieces.append([chunk.offset, chunk.end])
-    return pieces
+    text: bytes
+    rows: np.ndarray
+    moved: Set[int]
 
 
 def _is_continuation(text: bytes, i: int) -> bool:
     return 0 <= i < len(text) and 0x80 <= text[i] < 0xC0
 
 
-def _point_between(before: Chunk | None, after: Chunk | None) -> int:
-    if before is not None:
-        return before.end
-    return after.offset if after is not None else 0
-
-
-def _regions(span: Span, old_text: bytes, new_text: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Byte ranges to diff on each side ([start, end] rows), widened to whole words at
-    unchanged neighbours and, one range a side, trimmed of their common affixes (see
-    `cdc.regions`)."""
-    old_pieces, new_pieces = _pieces(span.old), _pieces(span.new)
-    if not old_pieces:  # nothing removed here: an empty range at the insertion point
-        old_pieces = [[_point_between(span.old_before, span.old_after)] * 2]
-    if not new_pieces:
-        new_pieces = [[_point_between(span.new_before, span.new_after)] * 2]
-    before, after = (span.old_before, span.new_before), (span.old_after, span.new_after)
-    # Where the neighbours hold the same bytes, both sides widen by the same amount.
-    widen_start = all(before) and before[0].end == old_pieces[0][0] and before[1].end == new_pieces[0][0]
-    widen_end = all(after) and after[0].offset == old_pieces[-1][1] and after[1].offset == new_pieces[-1][1]
-    edges = (widen_start, before[0].offset if widen_start else 0, widen_end, after[0].end if widen_end else 0)
-    return bound(old_text, new_text, old_pieces, new_pieces, edges)
-
-
-def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
-    """The changed stretches, joined across the aligned runs between them that a word
-    alignment could cross, so each is diffed as one.
+def _windows(old: Side, new: Side, runs: list[tuple[int, int, int, int]]) -> list[tuple[Words, Words]]:
+    """The words of the changed stretches (i1, i2, j1, j2 in chunk positions) on each side,
+    joined into windows across the aligned runs between them that a word alignment could
+    cross, so each is diffed as one; one compiled call a pair (`cdc.regions.pair_words`).
 
     The chunk alignment counts chunks, and chunks are blocks: a code fence, a closing brace
     or a short heading is a chunk of its own that recurs through a page, and the alignment
@@ -137,28 +95,13 @@ def _windows(spans: list[Span], old_text: bytes, new_text: bytes) -> list[Span]:
     word before the run or its new word after it (or the other way round), so it can pair
     no more words than the run keeps.
     Anything shorter is diffed together with the stretches around it; counted in tokens,
-    as the word diff counts, so the rule is the same in every script.
+    as the word diff counts, so the rule is the same in every script. (The aligned run
+    between two stretches holds no moved chunk: a joined window is every chunk from its
+    first stretch's start to its last one's end, but the moved ones.) Each window's byte
+    ranges are widened to whole words at unchanged neighbours and, one range a side,
+    trimmed of their common affixes (see `cdc.regions`).
     """
-    if len(spans) < 2:
-        return spans
-    windows: list[tuple[Span, int, int]] = []  # a window, its old and new tokens
-    for span in spans:
-        old_count, new_count = count_words(old_text, span.old), count_words(new_text, span.new)
-        while windows:
-            last, last_old, last_new = windows[-1]
-            enough = max(last_old + new_count, last_new + old_count)
-            held = count_words(old_text, last.old_gap, enough)  # the same bytes on both sides
-            if held >= enough:
-                break
-            windows.pop()
-            span = Span(old=[*last.old, *last.old_gap, *span.old], new=[*last.new, *last.new_gap, *span.new],
-                        old_before=last.old_before, new_before=last.new_before,
-                        old_after=span.old_after, new_after=span.new_after,
-                        old_gap=span.old_gap, new_gap=span.new_gap)
-            old_count += last_old + held
-            new_count += last_new + held
-        windows.append((span, old_count, new_count))
-    return [span for span, _, _ in windows]
+    return pair_words(old.text, old.rows, old.moved, new.text, new.rows, new.moved, runs)
 
 
 def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
@@ -178,7 +121,13 @@ def stretches(opcodes: Iterable[tuple]) -> list[tuple[int, int, int, int]]:
 
 
 def _changes(old: Words, new: Words) -> list[tuple[int, int, int, int]]:
-    """Changed runs of words, as (i1, i2, j1, j2) in word indexes, in order."""
+    """Changed runs of words, as (i1, i2, j1, j2) in word indexes, in order. A side without
+    words, or a word a side, needs no alignment (a tenth of the regions on the corpus)."""
+    old_count, new_count = len(old.hashes), len(new.hashes)
+    if not old_count or not new_count or old_count == new_count == 1:
+        if old_count == new_count and old.hashes == new.hashes:
+            return []
+        return [(0, old_count, 0, new_count)]
     return stretches(Indel.opcodes(old.hashes, new.hashes).as_list())
 
 
@@ -284,15 +233,12 @@ def _edits(changes: list[tuple], old: Words, new: Words, old_text: bytes, new_te
     return edits
 
 
-@dataclass
-class _Region:
+class _Region(NamedTuple):
     """One changed stretch, diffed: its words on each side and the changes between them."""
 
     old: Words
     new: Words
     changes: list[tuple[int, int, int, int]]
-    old_start: int
-    new_start: int
 
 
 def _starts_block(text: bytes, words: Words, i: int) -> bool:
@@ -437,21 +383,21 @@ def _char_at(text: bytes, i: int) -> int:
     return i
 
 
-def refine(old_text: bytes, new_text: bytes, spans: list[Span],
+def refine(old: Side, new: Side, runs: list[tuple[int, int, int, int]],
            moved: Iterable[tuple[int, int, int, int]] = ()) -> list[Edit]:
-    """Word-level edits inside the changed spans, with moves, ordered by where they are in the
+    """Word-level edits inside the changed stretches `runs` (i1, i2, j1, j2: chunk positions
+    on each side, as `stretches` gives them), with moves, ordered by where they are in the
     new text (a move before the edits inside it).
 
     `moved`: runs of chunks the chunk comparison found moved, as byte ranges (old start,
     old end, new start, new end); each is a move, joined to the moved words next to it.
     """
+    old_text, new_text = old.text, new.text
     regions = []
-    for span in _windows(spans, old_text, new_text):
-        old_pieces, new_pieces = _regions(span, old_text, new_text)
-        old_words, new_words = words_of(old_text, old_pieces), words_of(new_text, new_pieces)
+    for old_words, new_words in _windows(old, new, runs):
         changes = _slide(_changes(old_words, new_words), old_words, new_words, old_text, new_text)
         changes = _absorb_short_equalities(changes, old_words, new_words, old_text, new_text)
-        regions.append(_Region(old_words, new_words, changes, int(old_pieces[0, 0]), int(new_pieces[0, 0])))
+        regions.append(_Region(old_words, new_words, changes))
     found = _token_moves(regions)
     old_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
     new_holes: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -459,10 +405,11 @@ def refine(old_text: bytes, new_text: bytes, spans: list[Span],
         old_holes[old_region].append((i1, i2))
         new_holes[new_region].append((j1, j2))
     edits: list[Edit] = []
-    for r, region in enumerate(regions):
-        changes = _without_moves(region.changes, old_holes[r], new_holes[r])
-        edits += _edits(changes, region.old, region.new, old_text, new_text,
-                        (region.old_start, len(old_text)), (region.new_start, len(new_text)))
+    for r, (old_words, new_words, changes) in enumerate(regions):
+        if found:
+            changes = _without_moves(changes, old_holes[r], new_holes[r])
+        edits += _edits(changes, old_words, new_words, old_text, new_text,
+                        (old_words.start, len(old_text)), (new_words.start, len(new_text)))
     moves = []
     for old_start, old_end, new_start, new_end in moved:  # chunk edges may split a character
         old_start, new_start = _char_after(old_text, old_start), _char_after(new_text, new_start)

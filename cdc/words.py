@@ -30,9 +30,10 @@ class Words:
     those at the edges of a change are ever looked at from Python."""
 
     hashes: array
-    begins: list[int]
-    ends: list[int]
-    pieces: list[int]
+    begins: array
+    ends: array
+    pieces: array
+    start: int = 0  # where the region's first range starts (its bounded start, in `cdc.regions`)
 
 
 # What a character is to the word scan. A token is a run of WORD characters (with any MARKs
@@ -209,7 +210,7 @@ _next_token_compiled = njit(inline="always")(_next_token)
 def _scan_words(text, pieces, hashes, table):  # pragma: no cover - compiled
     """Find the tokens of each piece `pieces[k, 0]:pieces[k, 1]` of `text` (see
     `_char_class`), writing each one's hash into `hashes` and its start, end and piece
-    number into rows 1 to 3 of `table`; returns how many."""
+    number into a row of `table`; returns how many."""
     count = 0
     for piece in range(len(pieces)):
         i, stop = pieces[piece, 0], pieces[piece, 1]
@@ -218,7 +219,7 @@ def _scan_words(text, pieces, hashes, table):  # pragma: no cover - compiled
             if first >= stop:
                 break
             hashes[count] = xxh3_64_of(text, first, i - first)
-            table[1, count], table[2, count], table[3, count] = first, i, piece
+            table[count, 0], table[count, 1], table[count, 2] = first, i, piece
             count += 1
     return count
 
@@ -256,6 +257,9 @@ def _count_chunk_words(text, chunks, enough):  # pragma: no cover - compiled
     return count
 
 
+# For other kernels to call (`cdc.regions`), whichever build runs:
+scan_words_kernel, count_chunk_words_kernel = _scan_words, _count_chunk_words
+
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.aot`
     _scan_words = AHEAD_OF_TIME.scan_words
     _count_chunk_words = AHEAD_OF_TIME.count_chunk_words
@@ -263,29 +267,34 @@ if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.ao
 
 
 def _scan(text: bytes, pieces: list[list[int]] | np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The word scan of the pieces: the hashes, a table whose rows 1 to 3 hold each word's
-    start, end and piece number, and how many words they hold."""
+    """The word scan of the pieces: the hashes, a table whose rows hold each word's start,
+    end and piece number, and how many words they hold."""
     pieces = np.ascontiguousarray(pieces, np.int64).reshape(-1, 2)
-    capacity = sum([(end - start + 1) // 2 for start, end in pieces.tolist()])  # a word and a gap
-    found = np.empty((4, capacity), np.uint64)
-    table = found.view(np.int64)
-    count = _scan_words(text, pieces, found[0], table)
-    return found[0], table, count
+    capacity = sum([(end - start + 1) // 2 for start, end in pieces.tolist()]) or 1  # a word and a gap
+    hashes, table = np.empty(capacity, np.uint64), np.empty((capacity, 3), np.int64)
+    count = _scan_words(text, pieces, hashes, table)
+    return hashes, table, count
 
 
 def words_of(text: bytes, pieces: list[list[int]] | np.ndarray) -> Words:
-    """The words of the pieces of `text`, found in one compiled pass.
+    """The words of the pieces of `text`, found in one compiled pass (see `found_words`)."""
+    hashes, table, count = _scan(text, pieces)
+    return found_words(memoryview(hashes).cast("B"), memoryview(table).cast("B"), count)
+
+
+def found_words(hashes: memoryview, table: memoryview, count: int, start: int = 0) -> Words:
+    """`Words` from what the scan wrote (`hashes`, and `table`'s rows of start, end and
+    piece number, both as bytes), `count` words, in ranges from `start`.
 
     A word is known by the low 64 bits of its XXH3 digest: rapidfuzz compares the items of
     a sequence by hash anyway (Python's `hash` of each `bytes`, before), and reads an
     `array` of them without a Python object per word. Starts, ends and piece numbers are
-    lists (one call makes them): only those at the edges of a change are read, from Python.
-    """
-    hashes, table, count = _scan(text, pieces)
-    words = array("Q")
-    words.frombytes(hashes[:count].tobytes())  # copied: an exported buffer could not shrink
-    begins, ends, numbers = table[1:, :count].tolist()
-    return Words(words, begins, ends, numbers)
+    arrays too, sliced from one copy of the table: only those at the edges of a change are
+    ever read, from Python. Copied out: the scan's output may be written again."""
+    words, places = array("Q"), array("q")
+    words.frombytes(hashes[:8 * count])
+    places.frombytes(table[:24 * count])
+    return Words(words, places[0::3], places[1::3], places[2::3], start)
 
 
 def word_table(text: bytes, pieces: list[list[int]]) -> list[list[int]]:
@@ -304,4 +313,12 @@ def count_words(text: bytes, chunks: Sequence, enough: int | None = None) -> int
     table = getattr(chunks, "table", None)
     if table is None:
         table = np.array([(0, chunk.offset, chunk.length) for chunk in chunks], np.int64)
-    return int(_count_chunk_words(text, table, -1 if enough is None else enough))
+    return count_rows(text, table, enough)
+
+
+def count_rows(text: bytes, rows: np.ndarray, enough: int | None = None) -> int:
+    """`count_words` of chunks given as int64 rows (offset in column 1, length in 2, as in
+    a chunk record's table): what `cdc.refine` holds, without a `Chunk` each."""
+    if not len(rows):
+        return 0
+    return int(_count_chunk_words(text, rows, -1 if enough is None else enough))

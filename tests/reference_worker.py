@@ -21,7 +21,7 @@ import numpy as np
 
 from cdc import Chunker, ChunkParams, chunk_content, chunk_many
 from cdc.refine import word_table
-from cdc.regions import bound
+from cdc.regions import bound, join_windows, pair_words
 from cdc.words import count_words, is_token_boundary
 
 
@@ -48,6 +48,18 @@ def answer(request: dict) -> dict:
     }
 
 
+def _shifted(rows: np.ndarray, at: int) -> np.ndarray:
+    """Chunk rows of the data with one byte inserted at `at` (as `word_checks` edits it):
+    the chunk holding `at` one longer, those after it one further on."""
+    rows = rows.copy()
+    for k in range(len(rows)):
+        if rows[k, 1] > at:
+            rows[k, 1] += 1
+        elif rows[k, 1] + rows[k, 2] > at or k == len(rows) - 1:
+            rows[k, 2] += 1
+    return rows
+
+
 def word_checks(data: bytes, chunks) -> dict:
     """What the word kernels other than the scan say of `data`: the token boundaries, the
     tokens of its chunks (all, a run in the middle, and counted up to a few), and the ranges
@@ -63,6 +75,20 @@ def word_checks(data: bytes, chunks) -> dict:
                    for start in (0, len(data) // 3, len(data) // 2)
                    for edges in ((0, 0, 0, 0), (1, max(0, start - 300), 1, len(data)))
                    if start <= len(data) - start],
+        "pairs": [[[list(words.hashes), list(words.begins), list(words.ends), list(words.pieces),
+                    words.start] for window in pair_words(data, rows, moved, edited, edited_rows, set(), runs)
+                   for words in window]
+                  for rows in [chunks.table if hasattr(chunks, "table") else np.zeros((0, 5), np.int64)]
+                  for edited_rows in [_shifted(rows, len(data) // 2)]
+                  for runs in ([(k, k + 1, k, k + 1) for k in range(0, len(rows), 3)],
+                               [(len(rows) // 2, len(rows) // 2, len(rows) // 2, len(rows) // 2 + 1)])
+                  if rows.size
+                  for moved in (set(), {k for k in range(len(rows)) if k % 3 == 0 and k % 2 == 0})],
+        "windows": [[list(window) for window in join_windows(data, rows, moved, data, rows, moved, runs)]
+                    if runs else []
+                    for rows in [chunks.table if hasattr(chunks, "table") else np.zeros((0, 5), np.int64)]
+                    for runs in [[(k, k + 1, k, k + 1) for k in range(0, len(rows), 3)]]
+                    for moved in (set(), {k for k in range(len(rows)) if k % 3 == 0 and k % 2 == 0})],
     }
 
 

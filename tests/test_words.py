@@ -219,9 +219,14 @@ def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
         new_paragraphs[at] = " ".join(words)
     old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
     read = []
-    words = cdc.refine.words_of
-    monkeypatch.setattr(cdc.refine, "words_of", lambda text, pieces: (
-        read.append(sum(end - start for start, end in pieces)), words(text, pieces))[1])
+    pair_words = cdc.refine.pair_words
+
+    def reading(*arguments):  # the bytes each window's words span, on both sides
+        windows = pair_words(*arguments)
+        read.extend(words.ends[-1] - words.begins[0] for window in windows for words in window if words.ends)
+        return windows
+
+    monkeypatch.setattr(cdc.refine, "pair_words", reading)
     report = diff(old, new)
     assert [shown(new, e.new_offset, e.new_length) for e in report.edits] == [b"CHANGED", b"CHANGED"]
     assert sum(read) < (len(old) + len(new)) / 10
