@@ -521,6 +521,15 @@ class Ingester:
         if self._pool is None:
             return
         if abandon:  # Python 3.11's pool has no public way to stop a worker mid-task
+            # A task taken back (`cdc.worktasks`) is a cancelled future the pool still lists
+            # as pending until a worker would have reached it. Once the workers are stopped
+            # the pool marks every pending future broken, and on a cancelled one that raises
+            # InvalidStateError in its manager thread, which then never closes its call
+            # queue: the exit hung on that queue's feeder thread. Nobody waits for them.
+            pending = getattr(self._pool, "_pending_work_items", None) or {}
+            for work_id, item in list(pending.items()):
+                if item.future.cancelled():
+                    pending.pop(work_id, None)
             processes = list((getattr(self._pool, "_processes", None) or {}).values())
             for process in processes:
                 process.terminate()

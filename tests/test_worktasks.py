@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
+from pathlib import Path
 
 from cdc.worktasks import Tasks, guided_parts, share_out
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _doubled(gate: str, items: list[int]) -> list[tuple[int, int]]:
@@ -50,3 +55,33 @@ def test_guided_parts_cut_every_item_once_heaviest_first_in_tasks_that_shrink():
 def test_share_out_deals_heaviest_first_to_the_lightest_bin():
     assert share_out([5, 1, 4, 2], 2) == [[0, 1], [2, 3]]
     assert share_out([3], 3) == [[0], [], []]
+
+
+ABANDON_SCRIPT = """
+import sys, time
+from cdc.ingest import Ingester
+from cdc.store import Store
+from cdc.worktasks import Tasks
+
+def nap(seconds):
+    time.sleep(sum(seconds))
+    return seconds
+
+ingester = Ingester(Store(sys.argv[1]), workers=2)
+pool = ingester._workers()
+tasks = Tasks(pool, nap, [30] + [0] * 40, [40] + [1] * 40, 2, here=lambda part: [None] * len(part))
+time.sleep(1)  # the one worker is asleep in the first task; the rest wait in the pool
+tasks.take_back_all()  # cancelled, but still pending in the pool
+assert any(item.future.cancelled() for item in pool._pending_work_items.values())
+ingester._close_pool(abandon=True)  # as a stop (Ctrl-C, SIGTERM) does
+print("closed", flush=True)
+"""
+
+
+def test_an_abandoned_pool_with_tasks_taken_back_lets_the_process_exit(tmp_path):
+    """A stop mid-batch, after this process took tasks back: the command ends (it hung at exit
+    on the pool's call queue when the pool marked the cancelled futures broken)."""
+    done = subprocess.run([sys.executable, "-c", ABANDON_SCRIPT, str(tmp_path / "store.duckdb")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "closed\n", done.stderr[-2000:]
+    assert "InvalidStateError" not in done.stderr
