@@ -15,36 +15,33 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import BinaryIO, TextIO
+from typing import BinaryIO
 
-from cdc import __version__, cli_annotate, cli_runs, cli_search
+from cdc import __version__, cli_annotate, cli_ingest, cli_runs, cli_search
 from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
 from cdc.chunking import DEFAULT_PARAMS, Chunk, Chunker, ChunkParams, chunk_content, default_threads
+from cdc.cli_common import (  # noqa: F401 (the exit codes are the CLI's API, as `cdc.cli.EXIT_OK`)
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    EXIT_WATCH_HIT,
+    db_path,
+    open_store,
+    retention_policy,
+    time_option,
+)
 from cdc.compare import VERDICTS, ChangeReport, compare
 from cdc.compiled import AHEAD_OF_TIME
 from cdc.errors import CdcError, PageNotFoundError
 from cdc.export import write_changes_csv
-from cdc.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES
-from cdc.ingest import BATCH_BYTES, NEW, WARC_BATCH_BYTES, Ingester, IngestSummary, parse_time
-from cdc.inputs import open_crawl_inputs, run_mode
+from cdc.ingest import NEW
 from cdc.launch import DEFAULT_DB, DEMO_DB
 from cdc.lifeline import Terminated, stop_on_sigterm, stopped_by
-from cdc.nopandas import forgo_pandas
 from cdc.queries import compare_generations, find_page
-from cdc.sources import open_input
-from cdc.store import RetentionPolicy, Store
 from cdc.versions import shown
-from cdc.warc import Revisit, WarcSummary
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_SKIPPED = 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
-EXIT_TERMINATED = 143  # 128 + SIGTERM
-
-SHOWN_PROBLEMS = 20  # bad records listed one by one in a summary
 
 READ_SIZE = 1 << 20
 
@@ -157,200 +154,8 @@ def _diff_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _db_path(args: argparse.Namespace) -> str:
-    """--db, else $CDC_DB, else data/cdc.duckdb."""
-    return args.db or os.environ.get("CDC_DB") or str(DEFAULT_DB)
-
-
-def _store(args: argparse.Namespace) -> Store:
-    return Store(_db_path(args))
-
-
-def _progress(summary: IngestSummary, started: float, stream: TextIO) -> None:
-    elapsed = max(time.monotonic() - started, 1e-9)
-    stream.write(f"\r{summary.records:,} records, {summary.new_generations:,} new generations, "
-                 f"{len(summary.bad):,} bad, {summary.records / elapsed:,.0f} records/s ")
-    stream.flush()
-
-
-def _print_summary(summary: IngestSummary, elapsed: float) -> None:
-    out = sys.stdout
-    out.write(f"records read      {summary.records:>10,}\n"
-              f"pages             {len(summary.pages):>10,}  ({summary.new_pages:,} new)\n"
-              f"new generations   {summary.new_generations:>10,}\n"
-              f"unchanged         {summary.unchanged:>10,}\n"
-              f"older than stored {summary.older:>10,}  (put in their place in fetch order)\n"
-              f"bad records       {len(summary.bad):>10,}\n"
-              f"time              {elapsed:>10.2f} s\n")
-    problems = [f"{bad.source}:{bad.line}: {bad.reason}" for bad in summary.bad]
-    for problem in problems[:SHOWN_PROBLEMS]:
-        out.write(f"  skipped {problem}\n")
-    if len(problems) > SHOWN_PROBLEMS:
-        out.write(f"  ... and {len(problems) - SHOWN_PROBLEMS:,} more\n")
-    for source, line, url in summary.same_time[:SHOWN_PROBLEMS]:
-        out.write(f"  kept both: {source}:{line}: {url} has other content fetched at the same time\n")
-    if len(summary.same_time) > SHOWN_PROBLEMS:
-        out.write(f"  ... and {len(summary.same_time) - SHOWN_PROBLEMS:,} more fetched at the same time\n")
-
-
-def _retention_policy(args: argparse.Namespace, current: RetentionPolicy) -> RetentionPolicy:
-    classes = dict(current.classes)
-    for item in args.class_keep or []:
-        name, _, value = item.partition("=")
-        if not name or not value.isdigit():
-            raise CdcError(f"--class-keep takes CLASS=N, got {item!r}")
-        classes[name] = int(value)
-    keep = args.keep if args.keep is not None else current.keep
-    return RetentionPolicy(keep, tuple(sorted(classes.items())))
-
-
-def _ingest_command(args: argparse.Namespace) -> int:
-    store = _store(args)
-    if args.keep is not None or args.class_keep:
-        current = store.retention() if store.path.exists() else RetentionPolicy()
-        store.set_retention(_retention_policy(args, current))
-    lake = None
-    if args.parquet_out:
-        from cdc.lake import ParquetLake
-
-        lake = ParquetLake(args.parquet_out)
-    started = time.monotonic()
-    show = sys.stderr.isatty() and not args.quiet
-    if args.dask or args.workers:
-        code = _cluster_ingest(args, store, lake, started, show)
-    else:
-        code = _local_ingest(args, store, lake, started, show)
-    if lake is not None:
-        print(f"Parquet lake: {lake.rows:,} rows in {lake.batches:,} batches under {lake.directory}")
-    return code
-
-
-def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
-    """In this process, with `--processes` forked helpers for the per-page work."""
-    forgo_pandas()  # the batch tables need none, and importing it took 0.33 s
-    inputs = open_crawl_inputs(args.files)  # each opened once; one that is not crawl input stops here
-    try:
-        mode = run_mode(inputs, args.extract)
-        archives = any(item.is_archive for item in inputs)
-        revisits: list[Revisit] = []
-        if archives:
-            store.check_extraction_mode(mode)  # claimed with the first batch: a failed run claims nothing
-        ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
-                            workers=args.processes, on_write=lake.write if lake else None,
-                            batch_bytes=WARC_BATCH_BYTES if archives else BATCH_BYTES,
-                            label=args.run_label, inputs=args.files, revisits=revisits,
-                            extraction_mode=mode if archives else None)
-        warc = WarcSummary()
-        # One run over all the files, each record numbered by its file and its place in it: a
-        # batch may span files, so a page's versions spread over small files meet in one batch
-        # and are ordered by fetch time, as a cluster ingest orders them.
-        ingester.run_inputs([item.items(mode, revisits, warc) for item in inputs])
-    finally:
-        for item in inputs:
-            item.close()
-    if show:
-        sys.stderr.write("\n")
-    _print_summary(ingester.summary, time.monotonic() - started)
-    if archives:
-        _print_warc_summary(warc)
-    print(cli_runs.run_line(store, ingester.run_id))
-    return cli_search.report_watches(store, ingester.run_id, args,
-                                     EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK)
-
-
-def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float, show: bool) -> int:
-    """On a Dask cluster: the scheduler at --dask, or a local one of --workers processes."""
-    from cdc.cluster import ClusterSummary, cluster_ingest, dask_client
-
-    if "-" in args.files:
-        raise CdcError("a cluster ingest reads files on its workers, not standard input: give file names")
-
-    with dask_client(args.dask, args.workers) as client:
-        sys.stderr.write(f"Dask dashboard: {client.dashboard_link}\n")
-
-        latest: list[ClusterSummary] = []
-
-        def progress(summary: ClusterSummary) -> None:
-            latest[:] = [summary]
-            if not show:
-                return
-            elapsed = max(time.monotonic() - started, 1e-9)
-            sys.stderr.write(f"\rshards {summary.shards_read:,}/{summary.shards:,} read, "
-                             f"{summary.ingest.records:,} records; partitions {summary.written:,}/"
-                             f"{summary.partitions:,} written, {summary.ingest.new_generations:,} "
-                             f"new generations; {summary.ingest.records / elapsed:,.0f} records/s ")
-            sys.stderr.flush()
-
-        try:
-            summary = cluster_ingest(client, args.files, store, mode=args.extract,
-                                     on_progress=progress,
-                                     on_write=lake.write if lake else None, label=args.run_label)
-        except KeyboardInterrupt:
-            written = f"{latest[0].written:,} of {latest[0].partitions:,}" if latest else "no"
-            sys.stderr.write(f"\n{written} partitions were committed; run the same command again "
-                             "to complete the ingest\n")
-            raise
-    if show:
-        sys.stderr.write("\n")
-    _print_summary(summary.ingest, time.monotonic() - started)
-    if summary.warc is not None:
-        _print_warc_summary(summary.warc)
-    for name, reason in summary.failed:
-        print(f"  shard failed {name}: {reason}")
-    print(cli_runs.run_line(store, summary.run))
-    code = cli_search.report_watches(store, summary.run, args,
-                                     EXIT_SKIPPED if summary.ingest.skipped or summary.failed else EXIT_OK)
-    rate = summary.rows / summary.write_seconds if summary.write_seconds else 0.0
-    print(f"cluster: {summary.shards:,} shards, {summary.partitions:,} partitions; the writer appended "
-          f"{summary.rows:,} rows in {summary.write_seconds:.2f} s ({rate:,.0f} rows/s)")
-    return code
-
-
-def _print_warc_summary(warc: WarcSummary) -> None:
-    skipped = [f"{count:,} with status {status}" for status, count in sorted(warc.skipped_status.items(),
-                                                                             key=lambda item: str(item[0]))]
-    skipped += [f"{count:,} of type {kind}" for kind, count in sorted(warc.skipped_type.items())]
-    kinds = " and ".join(sorted(warc.formats, key=("WARC", "WET", "ARC").index)) or "WARC"
-    pages = [f"{warc.pages - warc.texts:,} HTML pages"] if warc.pages > warc.texts or not warc.texts else []
-    pages += [f"{warc.texts:,} text pages (WET conversion records)"] if warc.texts else []
-    print(f"{kinds} records {warc.records:,}: {', '.join(pages)}, {warc.revisits:,} revisits"
-          + (f"; not pages: {', '.join(skipped)}" if skipped else ""))
-
-
-def _fetch_command(args: argparse.Namespace) -> int:
-    from cdc.fetch import FetchOptions, fetch_all
-
-    urls = list(args.urls)
-    if args.urls_file:
-        stream = open_input(args.urls_file)
-        try:
-            urls += [line.strip() for line in stream.read().decode("utf-8", "replace").splitlines()
-                     if line.strip() and not line.lstrip().startswith("#")]
-        finally:
-            stream.close()
-    if not urls:
-        raise CdcError("no URLs: give them as arguments or with --urls FILE")
-    try:
-        options = FetchOptions(timeout=args.timeout, concurrency=args.concurrency,
-                               politeness_delay=args.delay, respect_robots=not args.ignore_robots,
-                               extract_mode=args.extract)
-    except ValueError as exc:
-        raise CdcError(str(exc)) from exc
-    store = _store(args)
-    store.check_extraction_mode(args.extract)  # claimed with the first pages stored
-    if args.warc_out:
-        with open(args.warc_out, "ab") as warc:
-            summary = fetch_all(urls, store, options, warc_out=warc, label=args.run_label)
-    else:
-        summary = fetch_all(urls, store, options, label=args.run_label)
-    for line in summary.lines():
-        print(line)
-    print(cli_runs.run_line(store, summary.run))
-    return cli_search.report_watches(store, summary.run, args, EXIT_SKIPPED if summary.failed else EXIT_OK)
-
-
 def _compare_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     page = find_page(store, args.url)
     if len(store.generations(page.natural_key)) == 1 and args.old is None:
         raise PageNotFoundError(
@@ -368,7 +173,7 @@ def _compare_command(args: argparse.Namespace) -> int:
 
 
 def _history_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     page = find_page(store, args.url)
     print(f"{page.natural_key}  host {page.host}  first seen {page.first_seen:%Y-%m-%d %H:%M}  "
           f"last checked {page.last_checked:%Y-%m-%d %H:%M}")
@@ -384,22 +189,8 @@ def _history_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive(value: str) -> int:
-    number = int(value) if value.strip().isdigit() else 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"a whole number of at least 1, got {value!r}")
-    return number
-
-
-def _time_option(value: str) -> datetime:
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
 def _export_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     run = store.run(args.run_ref).run if args.run_ref is not None else None
     rows = store.changes(host=args.host, since=args.since, until=args.until, verdicts=args.verdict or (),
                          min_change=args.min_change, run=run, labels=cli_annotate.labels_given(args.label))
@@ -414,7 +205,7 @@ def _export_command(args: argparse.Namespace) -> int:
 
 
 def _boilerplate_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     hosts = [args.host] if args.host else [host for host, _ in store.hosts()]
     for host in hosts:
         chunks = host_boilerplate(store, host, args.share, args.min_pages)
@@ -431,7 +222,7 @@ def _boilerplate_command(args: argparse.Namespace) -> int:
 
 
 def _erase_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     page = find_page(store, args.url)
     removed = store.erase(page.natural_key)
     print(f"erased {page.natural_key}: {removed:,} rows removed and the file rewritten without them")
@@ -439,7 +230,7 @@ def _erase_command(args: argparse.Namespace) -> int:
 
 
 def _compact_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     before = store.path.stat().st_size if store.path.exists() else 0
     store.compact()
     print(f"{store.path}: {before / 1e6:,.1f} MB -> {store.path.stat().st_size / 1e6:,.1f} MB")
@@ -447,8 +238,8 @@ def _compact_command(args: argparse.Namespace) -> int:
 
 
 def _prune_command(args: argparse.Namespace) -> int:
-    store = _store(args)
-    policy = _retention_policy(args, store.retention())
+    store = open_store(args)
+    policy = retention_policy(args, store.retention())
     before = store.stats()
     store.prune(policy)
     after = store.stats()
@@ -480,7 +271,7 @@ def _demo_command(args: argparse.Namespace) -> int:
 def _migrate_command(args: argparse.Namespace) -> int:
     from cdc.migrate import migrate
 
-    path = _db_path(args)
+    path = db_path(args)
     started = time.monotonic()
     show = sys.stderr.isatty()
     summary = migrate(path, progress=(lambda done, total: sys.stderr.write(
@@ -498,7 +289,7 @@ def _migrate_command(args: argparse.Namespace) -> int:
 
 
 def _stats_command(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = open_store(args)
     stats = store.stats()
     meta = store.meta()
     for name in ("hosts", "pages", "generations", "retained_generations", "content_chunks", "changes"):
@@ -518,12 +309,6 @@ def _add_size_options(parser: argparse.ArgumentParser) -> None:
                         help="smallest chunk but the last (default %(default)s)")
     parser.add_argument("--max-size", type=int, default=DEFAULT_PARAMS.max_size,
                         help="largest chunk (default %(default)s)")
-
-
-def _add_run_option(parser: argparse.ArgumentParser, default: str) -> None:
-    # Not `dest="run"`: `run` is the command's function.
-    parser.add_argument("--run", dest="run_label", metavar="LABEL",
-                        help=f"the run's label in `cdc runs` and `cdc site-diff` (default: {default})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -548,48 +333,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_size_options(diff)
     diff.set_defaults(run=_diff_command)
 
-    ingest = commands.add_parser(
-        "ingest", help="add crawl records (JSONL, WARC, gzip or not, - for stdin) to the store")
-    ingest.add_argument("files", nargs="+", metavar="FILE")
-    ingest.add_argument("--keep", type=int, help="generations per page that keep text and chunks (default 3)")
-    ingest.add_argument("--class-keep", action="append", metavar="CLASS=N",
-                        help="a retention class's own limit (repeatable)")
-    ingest.add_argument("--processes", type=_positive, default=default_threads(),
-                        help="processes that parse, normalise and compare on this machine (default: the "
-                             "cores, %(default)s; a batch under 4 MB is built in this one alone)")
-    cluster = ingest.add_mutually_exclusive_group()
-    cluster.add_argument("--workers", type=_positive, metavar="N",
-                         help="run on a local Dask cluster of N worker processes started for the run")
-    cluster.add_argument("--dask", metavar="ADDRESS",
-                         help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
-                              "its workers must be able to read the files")
-    ingest.add_argument("--parquet-out", metavar="DIR",
-                        help="also write generations, chunk rows and change rows as Parquet under DIR, "
-                             "partitioned by host")
-    ingest.add_argument("--extract", choices=TEXT_MODES, default=None,
-                        help="how archive pages become text: for WARC and ARC files, the page's main "
-                             f"content ({MAIN_CONTENT}, the default) or its whole text; for WET files, "
-                             f"{GIVEN_TEXT}: Common Crawl's text as it is (chosen by itself for WET files)")
-    ingest.add_argument("--quiet", action="store_true", help="no progress line")
-    _add_run_option(ingest, "the files ingested")
-    cli_search.add_watch_option(ingest)
-    ingest.set_defaults(run=_ingest_command)
-
-    fetch = commands.add_parser("fetch", help="fetch live pages (conditional requests) into the store")
-    fetch.add_argument("urls", nargs="*", metavar="URL")
-    fetch.add_argument("--urls", dest="urls_file", metavar="FILE", help="one URL a line (- is stdin)")
-    fetch.add_argument("--warc-out", metavar="FILE", help="append every response to this WARC file")
-    fetch.add_argument("--extract", choices=EXTRACTION_MODES, default=MAIN_CONTENT,
-                       help="the page's main content (default) or its whole text")
-    fetch.add_argument("--timeout", type=float, default=20.0, help="seconds per request (default 20)")
-    fetch.add_argument("--concurrency", type=int, default=8, help="requests at once (default 8)")
-    fetch.add_argument("--delay", type=float, default=1.0,
-                       help="seconds between requests to one host (default 1)")
-    fetch.add_argument("--ignore-robots", action="store_true", help="do not honour robots.txt")
-    _add_run_option(fetch, "fetch of N URLs")
-    cli_search.add_watch_option(fetch)
-    fetch.set_defaults(run=_fetch_command)
-
     compare_ = commands.add_parser("compare", help="what changed between two generations of a URL")
     compare_.add_argument("url", metavar="URL")
     compare_.add_argument("--from", dest="old", type=int, metavar="G",
@@ -607,8 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="change summaries as CSV")
     export.add_argument("--host")
-    export.add_argument("--since", type=_time_option, help="fetched at or after (ISO 8601, UTC)")
-    export.add_argument("--until", type=_time_option, help="fetched before (ISO 8601, UTC)")
+    export.add_argument("--since", type=time_option, help="fetched at or after (ISO 8601, UTC)")
+    export.add_argument("--until", type=time_option, help="fetched before (ISO 8601, UTC)")
     export.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
     export.add_argument("--min-change", type=float, default=0.0, metavar="X",
                         help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
@@ -652,9 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--workers", type=int, default=default_threads(), help="default: the cores")
     demo.set_defaults(run=_demo_command)
 
-    cli_runs.add_commands(commands, _store)
-    cli_annotate.add_commands(commands, _store)
-    cli_search.add_commands(commands, _store)
+    cli_ingest.add_commands(commands)
+    cli_runs.add_commands(commands, open_store)
+    cli_annotate.add_commands(commands, open_store)
+    cli_search.add_commands(commands, open_store)
     return parser
 
 

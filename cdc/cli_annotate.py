@@ -21,12 +21,11 @@ from cdc.annotations import (
     read_import_file,
     write_annotations_csv,
 )
+from cdc.cli_common import EXIT_OK, EXIT_SKIPPED
 from cdc.errors import AnnotationError
 from cdc.queries import find_page
 from cdc.store import LABELS, AnnotatedChange, Store
 
-EXIT_OK = 0
-EXIT_SKIPPED = 3  # as `cdc.cli`: done, but some input rows were skipped (each listed)
 SHOWN_BAD_ROWS = 20  # bad rows of an import listed one by one
 NOTE_SHOWN = 60  # characters of a note in the table
 

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
 
+from cdc.cli_common import EXIT_OK
 from cdc.errors import RunError
 from cdc.store import RunInfo, SiteDiff, Store
 
-EXIT_OK = 0
 SHOWN_CHANGED_PAGES = 20
 SHOWN_TEMPLATE_CHANGES = 10
 _COUNT_HEADINGS = (("pages", "pages"), ("new_pages", "new"), ("changed", "changed"),

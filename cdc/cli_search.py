@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
 
+from cdc.cli_common import EXIT_OK, EXIT_WATCH_HIT, time_option
 from cdc.compare import VERDICTS
 from cdc.errors import CdcError, SearchError
-from cdc.ingest import NEW, parse_time
+from cdc.ingest import NEW
 from cdc.search import (
     DEFAULT_LIMIT,
     SearchQuery,
@@ -28,19 +29,6 @@ from cdc.search import (
 )
 from cdc.store import Store
 
-EXIT_OK = 0
-# `cdc ingest --fail-on-watch` and `cdc fetch --fail-on-watch`: the run is stored and ended
-# as always, and a watch hit in it. Above cdc's other codes (1 failure, 2 usage, 3 skipped),
-# so a pipeline can tell "act on it" from "something went wrong".
-EXIT_WATCH_HIT = 4
-
-
-def _time(value: str) -> datetime:
-    try:
-        return parse_time(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
 
 def _add_query_options(parser: argparse.ArgumentParser, *, with_run: bool) -> None:
     parser.add_argument("--added", metavar="TEXT", help="words the change added (a phrase of whole words; "
@@ -51,8 +39,8 @@ def _add_query_options(parser: argparse.ArgumentParser, *, with_run: bool) -> No
     if with_run:
         parser.add_argument("--run", dest="run_ref", metavar="RUN",
                             help="only changes measured in this run (an id or a label; `cdc runs`)")
-    parser.add_argument("--since", type=_time, help="changes fetched at or after (ISO 8601, UTC)")
-    parser.add_argument("--until", type=_time, help="changes fetched before (ISO 8601, UTC)")
+    parser.add_argument("--since", type=time_option, help="changes fetched at or after (ISO 8601, UTC)")
+    parser.add_argument("--until", type=time_option, help="changes fetched before (ISO 8601, UTC)")
     parser.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
     parser.add_argument("--include-template", action="store_true",
                         help="search template-only changes too (left out by default)")

@@ -35,8 +35,8 @@ def warc_crawl(tmp_path):
 def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, crawl, batch_bytes):
     monkeypatch.setattr("cdc.ingest.PARALLEL_MIN_BYTES", 0)  # small as it is, the batch goes to workers
     if batch_bytes:
-        monkeypatch.setattr("cdc.cli.BATCH_BYTES", batch_bytes)
-        monkeypatch.setattr("cdc.cli.WARC_BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr("cdc.cli_ingest.BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr("cdc.cli_ingest.WARC_BATCH_BYTES", batch_bytes)
     source = str(crawl(tmp_path))
     one, three = tmp_path / "one.duckdb", tmp_path / "three.duckdb"
     assert main(["--db", str(one), "ingest", "--processes", "1", "--quiet", source]) == EXIT_OK
