@@ -15,15 +15,15 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from cdc.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.analyst.queries import Comparison, compare_generations
+from cdc.core.timebins import choose_bin
 from cdc.errors import CdcError
-from cdc.figures import host_change_distribution
-from cdc.highlight import FIRST_CHANGE_IDS, PALETTE
-from cdc.launch import StoreChoice, choose_store
-from cdc.queries import Comparison, compare_generations
+from cdc.present.figures import host_change_distribution
+from cdc.present.highlight import FIRST_CHANGE_IDS, PALETTE
+from cdc.present.launch import StoreChoice, choose_store
 from cdc.store import PageMatch, Store
 from cdc.store.sitediff import CHANGE_VERDICTS, RunInfo
-from cdc.timebins import choose_bin
 
 
 def store_choice() -> StoreChoice:
@@ -103,7 +103,7 @@ class _DemoBuild:
                 self.thread.start()
 
     def _run(self, path: Path) -> None:
-        from cdc.demo import build_demo
+        from cdc.demo.crawl import build_demo
 
         try:
             build_demo(path, progress=self._progress)
@@ -328,7 +328,7 @@ if (first) {{
 </script>
 """  # the new column's first change, else the old's
 
-# Joins each move's two labels (ids cdc-move-N-from / -to, see cdc.highlight) with a curve
+# Joins each move's two labels (ids cdc-move-N-from / -to, see cdc.present.highlight) with a curve
 # across the gap between the columns, and makes a click on a label scroll to the other end.
 # It reads only ids and positions of the module's own elements: page text is never read.
 JOIN_MOVES = f"""

@@ -17,7 +17,7 @@ import streamlit as st
 
 import cdc
 import ui
-from cdc.annotations import NAME_MAX_CHARS, NOTE_MAX_CHARS, default_annotator
+from cdc.analyst.annotations import NAME_MAX_CHARS, NOTE_MAX_CHARS, default_annotator
 from cdc.store import LABELS, Annotation
 
 # `python -m cdc` of this checkout, whatever the directory the app was started from.

@@ -11,7 +11,7 @@ robin, medians of `--rounds`:
    and `Store.site_diff` of the latest two runs, with and without a label filter, and the
    annotations alone (the subquery every read joins);
 2. one annotation written (`Store.put_annotations`, the write `cdc annotate` makes), an
-   import of `--annotations` rows (`cdc.annotations.import_annotations`), and what an ingest
+   import of `--annotations` rows (`cdc.analyst.annotations.import_annotations`), and what an ingest
    batch that moved 1,000 generations' starts (a backfill) spends moving their annotations.
 
     python benchmarks/annotations.py
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from dashboard import ms, round_robin  # noqa: E402
 from synthetic_store import cached_store  # noqa: E402
 
-from cdc.annotations import annotations_csv, import_annotations  # noqa: E402
+from cdc.analyst.annotations import annotations_csv, import_annotations  # noqa: E402
 from cdc.store import LABELS, Annotation, Store  # noqa: E402
 from cdc.store.annotations import annotations_of  # noqa: E402
 from cdc.store.lookups import _registered  # noqa: E402

@@ -27,12 +27,12 @@ with avg 2048, min 512 and max 8192 bytes everywhere:
    XXH3-128 digests; a mismatch stops the run.
 2. The fixed cost per document in chunk_many: 100,000 tiny (64-byte) or empty documents
    in one call, divided by the count.
-3. cdc.compare with exact edits (both texts given) for every consecutive pair of versions
+3. cdc.core.compare with exact edits (both texts given) for every consecutive pair of versions
    of a URL in the corpus: median, mean, p95 and max per pair.
 4. Numba's first-call compile time, in fresh subprocesses sharing a new NUMBA_CACHE_DIR:
    cold (compiles and writes the cache) and warm (loads it), with the JIT's kernels
    (CDC_KERNELS=jit); and the same first call with the kernels compiled ahead of time
-   (`python -m cdc.aot`), when they are.
+   (`python -m cdc.core.aot`), when they are.
 
 The header also gives a yardstick for the multi-thread rows: how much faster CPU-bound
 work (sha256, which releases the GIL) runs on all cores than on one, on this machine,
@@ -75,7 +75,7 @@ import seed_reference as seed  # benchmarks/ is on sys.path when this file is ru
 import xxhash
 
 import cdc
-from cdc.chunking import default_threads
+from cdc.core.chunking import default_threads
 
 AVG_SIZE, MIN_SIZE, MAX_SIZE = 2048, 512, 8192
 PARAMS = cdc.ChunkParams(avg_size=AVG_SIZE, min_size=MIN_SIZE, max_size=MAX_SIZE)
@@ -484,7 +484,7 @@ def describe_ms(label: str, seconds: list[float]) -> float:
 
 
 def measure_compare(corpus: list[tuple[str, bytes]], passes: int) -> None:
-    """cdc.compare with word edits on real consecutive versions, with cheaper references."""
+    """cdc.core.compare with word edits on real consecutive versions, with cheaper references."""
     pairs = consecutive_pairs(corpus)
     unchanged = sum(1 for old, new, _, _ in pairs if old == new)
     print(f"== compare per consecutive pair of versions: {len(pairs):,} pairs "
@@ -499,8 +499,8 @@ def measure_compare(corpus: list[tuple[str, bytes]], passes: int) -> None:
     def seed_compare(old, new, old_text, new_text):
         return seed.compare(old, new)  # the seed's compare reads only digest, offset, length
 
-    median = describe_ms("cdc.compare with edits (texts given)", time_pairs(pairs, with_edits, passes))
-    describe_ms("cdc.compare chunks only (reference)", time_pairs(pairs, chunks_only, passes))
+    median = describe_ms("cdc.core.compare with edits (texts given)", time_pairs(pairs, with_edits, passes))
+    describe_ms("cdc.core.compare chunks only (reference)", time_pairs(pairs, chunks_only, passes))
     # The seed's compare reads lists of chunks; given Chunks, it would time their tuples twice.
     listed = [(list(old), list(new), old_text, new_text) for old, new, old_text, new_text in pairs]
     describe_ms("seed compare, digest sets (reference)", time_pairs(listed, seed_compare, passes))
@@ -518,7 +518,7 @@ import cdc
 imported = time.perf_counter()
 cdc.chunk_content(b"x" * 10000)
 first_call = time.perf_counter()
-stats = cdc.chunking._cut.stats  # live counters: read them before chunk_many adds its own
+stats = cdc.core.gear._cut.stats  # live counters: read them before chunk_many adds its own
 hits, misses = sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
 cdc.chunk_many([b"x" * 10000])
 first_many = time.perf_counter()
@@ -541,13 +541,13 @@ imported = time.perf_counter()
 cdc.chunk_content(b"x" * 10000)
 first_call = time.perf_counter()
 print(json.dumps({"import": imported - start, "first_call": first_call - imported,
-                  "built": cdc.compiled.AHEAD_OF_TIME is not None, "numba": "numba" in sys.modules}))
+                  "built": cdc.core.compiled.AHEAD_OF_TIME is not None, "numba": "numba" in sys.modules}))
 """
 
 
 def run_child(cache_dir: str, code: str = CHILD, kernels: str = "jit") -> dict:
     """One fresh interpreter with NUMBA_CACHE_DIR set and the kernels from the JIT (or as
-    `cdc.compiled` finds them: `kernels=""`); returns the child's timings."""
+    `cdc.core.compiled` finds them: `kernels=""`); returns the child's timings."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, CDC_KERNELS=kernels)
     env.pop("NUMBA_DISABLE_JIT", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -589,11 +589,11 @@ def measure_compile() -> None:
           f"cold run compiled {'yes' if compiled else 'NO'}, warm run loaded from cache "
           f"{'yes' if loaded else 'NO'}")
     if ahead["built"]:
-        print(f"{'ahead of time (cdc.aot)':<28} import cdc {ahead['import'] * 1e3:7.0f} ms   "
+        print(f"{'ahead of time (cdc.core.aot)':<28} import cdc {ahead['import'] * 1e3:7.0f} ms   "
               f"first chunk_content {ahead['first_call'] * 1e3:7.0f} ms   "
               f"Numba imported: {'yes' if ahead['numba'] else 'no'}")
     else:
-        print("ahead of time: not built here (python -m cdc.aot)")
+        print("ahead of time: not built here (python -m cdc.core.aot)")
     print()
 
 

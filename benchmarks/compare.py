@@ -1,4 +1,4 @@
-"""Compare benchmark: `cdc.compare` with exact edits against fast-diff-match-patch (C++).
+"""Compare benchmark: `cdc.core.compare` with exact edits against fast-diff-match-patch (C++).
 
 On the three revision histories of the shared corpus (`../shared/corpus/`: the Rust book in
 English, Chinese and Japanese), every consecutive pair of versions of a page that differ,
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # edits.py: the corpus
 from edits import CORPUS, LANGUAGES, load, pairs, reported, truly_changed
 
 import cdc
-import cdc.compiled
+import cdc.core.compiled
 
 TARGET_RATIO = 1.0  # cdc's median and mean at most fdmp's
 TARGET_PRECISION, TARGET_RECALL = 0.95, 0.985
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.every < 1:
         parser.error("--every must be at least 1")
     started = time.perf_counter()
-    print(f"kernels: {'ahead of time' if cdc.compiled.AHEAD_OF_TIME is not None else 'JIT'}; "
+    print(f"kernels: {'ahead of time' if cdc.core.compiled.AHEAD_OF_TIME is not None else 'JIT'}; "
           f"fast-diff-match-patch {getattr(fast_diff_match_patch, '__version__', '?')}; targets: "
           f"cdc/fdmp median and mean <= {TARGET_RATIO}, precision >= {TARGET_PRECISION}, "
           f"recall >= {TARGET_RECALL}; clock: {args.clock}")

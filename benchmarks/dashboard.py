@@ -86,16 +86,16 @@ import plotly.io  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import cdc  # noqa: E402
-import cdc.compiled  # noqa: E402
+import cdc.core.compiled  # noqa: E402
 from benchmarks import synthetic_store  # noqa: E402
-from cdc.boilerplate import host_boilerplate, shared_across_hosts  # noqa: E402
-from cdc.compare import compare  # noqa: E402
-from cdc.figures import alignment_figure, host_heatmap, verdict_figure  # noqa: E402
-from cdc.highlight import changes_list, side_by_side_html  # noqa: E402
-from cdc.ingest import Ingester  # noqa: E402
-from cdc.normalize import content_for_chunking  # noqa: E402
-from cdc.queries import compare_generations, version_chunks  # noqa: E402
-from cdc.sources import iter_jsonl  # noqa: E402
+from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts  # noqa: E402
+from cdc.analyst.queries import compare_generations, version_chunks  # noqa: E402
+from cdc.core.compare import compare  # noqa: E402
+from cdc.core.normalize import content_for_chunking  # noqa: E402
+from cdc.ingest.ingester import Ingester  # noqa: E402
+from cdc.present.figures import alignment_figure, host_heatmap, verdict_figure  # noqa: E402
+from cdc.present.highlight import changes_list, side_by_side_html  # noqa: E402
+from cdc.sources.jsonl import iter_jsonl  # noqa: E402
 from cdc.store import Store  # noqa: E402
 
 APP = ROOT / "app.py"
@@ -210,11 +210,12 @@ def print_header(runs: int, launches: int) -> None:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"  CPUs: {os.cpu_count()} (usable by this process: {usable})")
     print(f"  cdc imported from {Path(cdc.__file__).parent}; app {APP}")
-    if cdc.compiled.AHEAD_OF_TIME is not None:
-        print("  kernels: compiled ahead of time (cdc._kernels): a launch does not compile them")
+    if cdc.core.compiled.AHEAD_OF_TIME is not None:
+        print("  kernels: compiled ahead of time (cdc.core._kernels): a launch does not compile them")
     else:  # a cold launch then compiles them with Numba (about 20 s here), as a user's would
-        print("  kernels: Numba's JIT: cdc._kernels is missing or built from older sources; the README's "
-              "install runs `python -m cdc.aot`, so run it first to measure what a user sees")
+        print("  kernels: Numba's JIT: cdc.core._kernels is missing or built from older sources; "
+              "the README's "
+              "install runs `python -m cdc.core.aot`, so run it first to measure what a user sees")
     print(f"  {runs} timed runs per view (after a warm-up run), {launches} first launch(es) of each kind")
     print()
 

@@ -8,7 +8,7 @@ What is measured, in one process:
    after one warm-up round each (Numba's cache load, the workers' first imports):
    - plain: the single-process ingest, `cdc ingest --processes 1` (one batch here);
    - dask-1 and dask-2: `cluster_ingest` on a running local cluster of 1 and 2 worker
-     processes (`cdc.cluster.local_cluster`: one thread each, no statistical profiler), as
+     processes (`cdc.ingest.cluster.local_cluster`: one thread each, no statistical profiler), as
      `cdc ingest --workers N` runs it once the cluster is up.
    Both clusters stay up for the whole benchmark; the idle one costs only its heartbeats.
    Wall times are medians; MB/s are of uncompressed JSONL (1 MB = 10^6 bytes).
@@ -57,11 +57,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from distributed import Client
 
-from cdc.cluster import cluster_ingest, local_cluster
-from cdc.ingest import Ingester
-from cdc.inputs import input_items
+from cdc.ingest.cluster import cluster_ingest, local_cluster
+from cdc.ingest.ingester import Ingester
+from cdc.sources.inputs import input_items
+from cdc.sources.warc import WarcSummary
 from cdc.store import TABLES, Store, WriteBatch
-from cdc.warc import WarcSummary
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus" / "rustbook.jsonl.gz"

@@ -1,4 +1,4 @@
-"""Exact-edit benchmark: the bytes `cdc.compare`'s edits mark as changed, against a word alignment.
+"""Exact-edit benchmark: the bytes `cdc.core.compare`'s edits mark as changed, against a word alignment.
 
 On the three revision histories of the shared corpus (`../shared/corpus/`: the Rust book in
 English, Chinese and Japanese), every consecutive pair of versions of a page, normalised with
@@ -26,7 +26,7 @@ cdc's changed bytes are the non-whitespace bytes inside its edits' ranges, on bo
 `move` marks its text at both places, as the word alignment, which knows no moves, deletes it
 at one and inserts it at the other). Precision is the share of cdc's changed bytes that truly
 changed, recall the share of truly changed bytes that cdc marks, both summed over all pairs
-(bytes, not pairs, weigh). The time is `cdc.compare` with the texts, per pair, chunks made
+(bytes, not pairs, weigh). The time is `cdc.core.compare` with the texts, per pair, chunks made
 beforehand: the refinement's cost and the chunk alignment's.
 
 Run from the repository root (about a minute; `--every N` takes every N-th pair):
@@ -53,7 +53,7 @@ from rapidfuzz.distance import Indel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's cdc, not an installed one
 import cdc
-import cdc.compiled
+import cdc.core.compiled
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 LANGUAGES = (("en", "rustbook.jsonl.gz"), ("zh", "rustbook-zh.jsonl.gz"), ("ja", "rustbook-ja.jsonl.gz"))
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.every < 1:
         parser.error("--every must be at least 1")
     started = time.perf_counter()
-    print(f"kernels: {'ahead of time' if cdc.compiled.AHEAD_OF_TIME is not None else 'JIT'}; "
+    print(f"kernels: {'ahead of time' if cdc.core.compiled.AHEAD_OF_TIME is not None else 'JIT'}; "
           f"targets: precision >= {TARGET_PRECISION}, recall >= {TARGET_RECALL}")
     print(f"{'history':<8} {'pairs':>6} {'true bytes':>12} {'cdc bytes':>12} {'precision':>9} "
           f"{'recall':>7} {'moves':>6} {'median ms':>9} {'total s':>8}")

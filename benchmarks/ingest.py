@@ -62,12 +62,13 @@ import seed_reference as seed  # benchmarks/ is on sys.path when this file is ru
 import synthetic_store
 
 import cdc
-from cdc import boilerplate, sources
-from cdc.chunking import default_threads
-from cdc.compiled import AHEAD_OF_TIME
-from cdc.ingest import Ingester, IngestSummary
-from cdc.normalize import content_digest, content_for_chunking
-from cdc.sources import iter_jsonl, iter_records
+from cdc.analyst import boilerplate
+from cdc.core.chunking import default_threads
+from cdc.core.compiled import AHEAD_OF_TIME
+from cdc.core.normalize import content_digest, content_for_chunking
+from cdc.ingest.ingester import Ingester, IngestSummary
+from cdc.sources import jsonl as sources
+from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared/corpus/rustbook.jsonl.gz"

@@ -26,7 +26,7 @@ What is measured:
 2. Four peers, each run as a user runs it, `python -m cdc --db STORE ingest --quiet SHARD...`
    in a fresh process into a fresh store, round-robin, `--runs` rounds, no warm-up round
    (a first launch is what users pay; with the kernels compiled ahead of time, `python -m
-   cdc.aot`, there is no JIT cache to warm, and the shards stay in the OS's file cache):
+   cdc.core.aot`, there is no JIT cache to warm, and the shards stay in the OS's file cache):
    - plain: no flag, which on this machine is `--processes 2` (the default is the cores);
    - `--processes 1`: one process, for context;
    - `--workers 1` and `--workers 2`: a local Dask cluster started for the run and stopped

@@ -105,7 +105,7 @@ def counted(self, *args, **kwargs):
     future.add_done_callback(done)
     return future
 ProcessPoolExecutor.submit = counted
-from cdc.cli import main
+from cdc.cli.main import main
 code = main(sys.argv[1:])
 own = time.process_time()
 serial = state["serial"] + (own - state["since"] if state["out"] == 0 else 0.0)

@@ -1,10 +1,10 @@
-"""Search and watch benchmark: `cdc.search` and the watches on the 100,000-page synthetic store.
+"""Search and watch benchmark: `cdc.analyst.search` and the watches on the 100,000-page synthetic store.
 
 What is measured, in one process, on the store of 100,000 pages x 3 crawls
 (`benchmarks/synthetic_store.py`, cached in data/bench/; each change with the words its
 edits added and removed, as ingest stores them in `change_words`):
 
-1. Searches, through `cdc.search.search` (50 hits and the total, as `cdc search` and the
+1. Searches, through `cdc.analyst.search.search` (50 hits and the total, as `cdc search` and the
    Search page ask), each opening its own read-only connection as the dashboard's calls do:
    a common word on either side (`--text`), the same word added (`--added`), and a rare
    phrase (three words in an order few changes or none added: a full scan all the same).
@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_store
 
 import cdc
-from cdc.search import SearchQuery, add_watch, remove_watch, search, watches
+from cdc.analyst.search import SearchQuery, add_watch, remove_watch, search, watches
 from cdc.store import Store
 
 PAGES = 100_000

@@ -42,8 +42,8 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import synthetic_store
-from cdc.ingest import Ingester
-from cdc.sources import iter_lines
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import iter_lines
 from cdc.store import Store
 from cdc.store.connection import Connections
 from cdc.store.schema import STORED_TABLES

@@ -51,9 +51,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cdc
-from cdc.cli import EXIT_OK
-from cdc.cli import main as cdc_main
-from cdc.extract import MAIN_CONTENT, WHOLE_PAGE
+from cdc.cli.main import EXIT_OK
+from cdc.cli.main import main as cdc_main
+from cdc.sources.extract import MAIN_CONTENT, WHOLE_PAGE
 from cdc.store import Store
 from tests import sitecrawl, sitemeasure
 

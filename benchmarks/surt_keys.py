@@ -1,6 +1,6 @@
 """SURT benchmark: what giving each new page its SURT key costs an ingest.
 
-The store gives a page its SURT (`cdc.urls.surt_key`, the `surt` package's pure-Python
+The store gives a page its SURT (`cdc.core.urls.surt_key`, the `surt` package's pure-Python
 canonicalisation) once, when the page is first written; a page seen again costs nothing.
 So the worst case is a first crawl, every page new. Measured in one process:
 
@@ -32,10 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cdc.store.writer
-from cdc.ingest import Ingester
-from cdc.sources import SourceRecord
+from cdc.core.urls import surt_key
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import Store
-from cdc.urls import surt_key
 from tests import crawlgen
 
 

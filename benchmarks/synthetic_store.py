@@ -9,14 +9,14 @@ writes the same tables directly, through DuckDB from Arrow, in the layout ingest
   and `SPEC`.
 - Rows arrive crawl by crawl (every page's first generation, then every page's second,
   ...), each crawl in a random page order cut into ingest-sized batches
-  (`cdc.ingest.BATCH_RECORDS`) that are sorted by natural key, as `Ingester` writes them.
+  (`cdc.ingest.ingester.BATCH_RECORDS`) that are sorted by natural key, as `Ingester` writes them.
   So a page's rows lie in as many places as it has generations, and a host's pages are
   spread over the whole file, as after real crawls of interleaved hosts.
 - Each crawl is a finished run (`runs`: run N labelled `crawl N`, ingested an hour after its
   last fetch, with its counts) that fetched every page once, 2.5 s apart in its order, a
   week after the crawl before: a `fetches` row and a `page_runs` row per page (fetch time,
   content digest; the fetch numbered by its place in the run's one input). A generation is
-  numbered by its capture time (`cdc.versions.capture_id` of its fetch), and its change
+  numbered by its capture time (`cdc.core.captures.capture_id` of its fetch), and its change
   row names the generation before it and how it was measured (`edits`; none for a new
   page); `generations.first_run` is its crawl's run.
 - Each generation has about 6 chunks with random 16-byte digests: a header and a footer
@@ -66,8 +66,10 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cdc
-from cdc.editwords import words_row
-from cdc.ingest import (
+from cdc.core.captures import capture_id
+from cdc.core.editwords import words_row
+from cdc.core.urls import surt_key
+from cdc.ingest.ingester import (
     _CHANGES_SCHEMA,
     _CHUNKS_SCHEMA,
     _FETCHES_SCHEMA,
@@ -75,13 +77,11 @@ from cdc.ingest import (
     _PAGES_SCHEMA,
     _SEEN_SCHEMA,
     BATCH_RECORDS,
-    NEW,
-    words_table,
 )
+from cdc.ingest.tables import words_table
+from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store.runs import RUN_COUNTS
-from cdc.urls import surt_key
-from cdc.versions import capture_id
 
 BUILDER_VERSION = 4  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored

@@ -2,7 +2,7 @@
 
 Input: the 530 HTML pages of Debian's python3.11-doc package (/usr/share/doc/python3.11/html,
 about 51 MB), served as https://docs.python.org/3.11/<path> and written once into
-data/bench/pydocs.warc.gz (one gzip member per record) with cdc.warc's writer helpers.
+data/bench/pydocs.warc.gz (one gzip member per record) with cdc.sources.warc's writer helpers.
 
 0. Against the peers, on two real GNU Wget crawls of the same docs (`tests/sitecrawl.py`,
    the second after edits; built once into data/bench/crawls): `cdc ingest` of both, as a
@@ -12,12 +12,12 @@ data/bench/pydocs.warc.gz (one gzip member per record) with cdc.warc's writer he
    >= 1.5x), the ingest's peak resident memory (VmHWM, and its worker's), and a pure-CPU
    yardstick (sha256 in 2 processes vs 1) so that a run where the second core was busy
    can be told apart.
-1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.inputs.input_items`) into an
+1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.sources.inputs.input_items`) into an
    `Ingester` with one process per core on a fresh store, main-content extraction done where
    each page is built, in MB/s of HTML payload (1 MB = 10^6 bytes), median of `--runs`
    (default 3).
 2. Extraction alone: `html_to_record` over the same pages held in memory, median of runs.
-3. Boilerplate: `cdc.boilerplate.host_boilerplate(store, "docs.python.org")` must not be
+3. Boilerplate: `cdc.analyst.boilerplate.host_boilerplate(store, "docs.python.org")` must not be
    empty (in the main-content store; the whole-page mode is reported too).
 4. Fetching from a loopback server (the tests' `tests/httpserver.py`, one host, no
    politeness delay, 16 requests at a time): 1,000 URLs fetched once into a fresh store,
@@ -53,14 +53,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cdc.boilerplate import host_boilerplate
-from cdc.chunking import default_threads
-from cdc.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
-from cdc.fetch import FetchOptions, fetch_all
-from cdc.ingest import WARC_BATCH_BYTES, Ingester
-from cdc.inputs import input_items
+from cdc.analyst.boilerplate import host_boilerplate
+from cdc.core.chunking import default_threads
+from cdc.ingest.fetch import FetchOptions, fetch_all
+from cdc.ingest.ingester import WARC_BATCH_BYTES, Ingester
+from cdc.sources.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
+from cdc.sources.inputs import input_items
+from cdc.sources.warc import WarcSummary, write_warc_response
 from cdc.store import Store
-from cdc.warc import WarcSummary, write_warc_response
 from tests.httpserver import TestServer
 
 DOCS = Path("/usr/share/doc/python3.11/html")
@@ -215,7 +215,7 @@ def versus_bare(tmp: Path, runs: int, pages: int | None) -> None:
         bare_cpu.append(time.process_time() - cpu)
         args = ["--db", str(tmp / f"crawls{run}.duckdb"), "ingest", "--quiet", *map(str, paths)]
         start, cpu = time.perf_counter(), _children_cpu()
-        report, _ = _sampled_child(["from cdc.cli import main", f"main({args!r})"])
+        report, _ = _sampled_child(["from cdc.cli.main import main", f"main({args!r})"])
         cdc_times.append(time.perf_counter() - start)
         cdc_cpu.append(_children_cpu() - cpu)
         reports.append(report)
@@ -291,9 +291,10 @@ def big_run(tmp: Path) -> None:
     # helper process's (RUSAGE_CHILDREN); sampled from here meanwhile.
     start = time.perf_counter()
     args = ["--db", str(tmp / "big.duckdb"), "ingest", "--quiet", str(BIG_PATH)]
-    report, samples = _sampled_child(["from cdc.cli import main", f"main({args!r})"])
+    report, samples = _sampled_child(["from cdc.cli.main import main", f"main({args!r})"])
     elapsed = time.perf_counter() - start
-    imports, _ = _sampled_child(["import cdc.cli, cdc.chunking", "cdc.chunking.chunk_content(b'x')"])
+    imports, _ = _sampled_child(["import cdc.cli.main, cdc.core.chunking",
+                                 "cdc.core.chunking.chunk_content(b'x')"])
     print(f"big ingest (cdc ingest, {default_threads()} processes): {html_bytes / 1e6:,.0f} MB of HTML "
           f"in {elapsed:.0f} s ({html_bytes / 1e6 / elapsed:.1f} MB/s, process start included)")
     print(f"peak RSS of the ingesting process: {report['hwm']:.0f} MB   "
@@ -305,17 +306,17 @@ def big_run(tmp: Path) -> None:
           f"in the first quarter, {statistics.median(samples[-quarter:]):.0f} MB in the last, "
           f"max {max(samples):.0f} MB")
     print(f"  importing cdc and loading its kernels alone: {imports['hwm']:.0f} MB "
-          f"({'ahead of time' if imports['aot'] else 'Numba JIT'}: see python -m cdc.aot)")
+          f"({'ahead of time' if imports['aot'] else 'Numba JIT'}: see python -m cdc.core.aot)")
 
 
 def _sampled_child(statements: list[str]) -> tuple[dict, list[float]]:
     """Run `statements` in a fresh Python; its peak RSS and its children's in MB (and
     whether the kernels were compiled ahead of time), and its RSS sampled every 0.5 s."""
-    code = "; ".join([*statements, "import json, resource, cdc.compiled",
+    code = "; ".join([*statements, "import json, resource, cdc.core.compiled",
                       "print(json.dumps({'hwm': [int(line.split()[1]) for line in open('/proc/self/status') "
                       "if line.startswith('VmHWM')][0] / 1024, 'children': "
                       "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, "
-                      "'aot': cdc.compiled.AHEAD_OF_TIME is not None}))"])
+                      "'aot': cdc.core.compiled.AHEAD_OF_TIME is not None}))"])
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     samples = []
     while child.poll() is None:

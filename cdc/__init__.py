@@ -2,34 +2,24 @@
 
 Content-defined chunking of normalised page text with a Gear rolling hash, comparison of
 two versions by their chunk digests, and exact word edits inside the changed regions.
+
+The packages follow the pipeline, each importing only those before it: `core` (normalise,
+chunk, compare, refine, moves, the kernels), `sources` (crawl files in, one door), `store`
+(the DuckDB file), `ingest` (histories, batches, the cluster, fetching), `present` (figures,
+highlighted text, CSV), `analyst` (questions, search, annotations), `demo`, and `cli`.
+`runtime` (worker processes, the collector) sits under them all.
 """
 
-from cdc.chunking import (
-    DEFAULT_PARAMS,
-    Chunk,
-    ChunkBatch,
-    Chunker,
-    ChunkParams,
-    Chunks,
-    chunk_batch,
-    chunk_content,
-    chunk_many,
-)
-from cdc.compare import VERDICTS, ChangeReport, Thresholds, compare
+from cdc.core.chunking import Chunk, ChunkBatch, Chunker, Chunks, chunk_batch, chunk_content, chunk_many
+from cdc.core.compare import VERDICTS, ChangeReport, Thresholds, compare
+from cdc.core.gear import ChunkParams
+from cdc.core.normalize import content_digest, content_for_chunking
+from cdc.core.refine import Edit
+from cdc.core.spec import SPEC, spec_for
 from cdc.errors import CdcError
-from cdc.normalize import NORMALIZATION_VERSION, content_digest, content_for_chunking
-from cdc.refine import Edit
 
 __version__ = "0.1.0"
 
-SPEC = f"{DEFAULT_PARAMS.spec}/{NORMALIZATION_VERSION}"
-"""Names everything that decides the digests: algorithm and gear table, sizes, digest,
-normalisation. Digests made under another SPEC are never compared."""
-
-
-def spec_for(params: ChunkParams) -> str:
-    """The SPEC string for chunks made with `params`."""
-    return f"{params.spec}/{NORMALIZATION_VERSION}"
 
 
 __all__ = [

@@ -1,5 +1,5 @@
 """`python -m cdc` is the `cdc` command."""
 
-from cdc.cli import main
+from cdc.cli.main import main
 
 raise SystemExit(main())

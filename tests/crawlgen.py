@@ -58,7 +58,7 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 def generation(version: int) -> int:
     """The number of the generation first fetched as `record(url, version, ...)`: its
-    capture time (cdc.versions.capture_id)."""
-    from cdc.versions import capture_id
+    capture time (cdc.core.captures.capture_id)."""
+    from cdc.core.captures import capture_id
 
     return capture_id((START + timedelta(days=version)).replace(tzinfo=None))

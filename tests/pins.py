@@ -4,7 +4,7 @@ Two kinds of pin, each a list of short digests in a fixed order, so a test can n
 first change whose result moved:
 
 - `corpus_pins(path)`: every consecutive pair of versions of every page of one history of
-  the shared corpus, compared by `cdc.compare` with both texts (the exact edits), one digest
+  the shared corpus, compared by `cdc.core.compare` with both texts (the exact edits), one digest
   per pair of everything the report holds: chunks added, removed and moved, the alignment,
   the three measures, the verdict and the edits.
 - `store_pins(db)`: every `changes` row of a store, keyed by page and the rank of its
@@ -105,8 +105,8 @@ CRAWL_PAGES, CRAWL_SEED = 80, 0  # as tests/test_sitecrawl.py crawls the docs
 
 def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]:
     """`store_pins` of a new store that `cdc ingest` made from the inputs."""
-    from cdc.cli import EXIT_OK
-    from cdc.cli import main as cdc_main
+    from cdc.cli.main import EXIT_OK
+    from cdc.cli.main import main as cdc_main
 
     if cdc_main(["--db", str(db), "ingest", "--quiet", *options, *map(str, inputs)]) != EXIT_OK:
         raise RuntimeError(f"cdc ingest of {inputs} failed")
@@ -115,7 +115,7 @@ def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]
 
 def store_pin_sets(corpus: Path, crawls: Path, workdir: Path) -> dict[str, dict[str, str]]:
     """The pinned stores: each corpus history, and the two docs crawls in each extraction mode."""
-    from cdc.extract import EXTRACTION_MODES
+    from cdc.sources.extract import EXTRACTION_MODES
     from tests import sitecrawl
 
     built = sitecrawl.cached_two_crawls(crawls, pages=CRAWL_PAGES, seed=CRAWL_SEED)

@@ -4,7 +4,7 @@ Run with NUMBA_DISABLE_JIT=1. Reads one JSON request per line,
 {"data": base64, "avg": int, "min": int, "max": int, "split": [int, ...]},
 and answers one JSON line: the chunks of `chunk_content`, of `chunk_many`, and of a
 `Chunker` fed the data cut at `split`, each as [offset, length, hex digest] triples; and
-the words `cdc.refine` finds in the pieces the cuts make, as [hash, start, end, piece],
+the words `cdc.core.refine` finds in the pieces the cuts make, as [hash, start, end, piece],
 and what the other word kernels say of the data (`word_checks`).
 """
 
@@ -20,9 +20,9 @@ import warnings
 import numpy as np
 
 from cdc import Chunker, ChunkParams, chunk_content, chunk_many
-from cdc.refine import word_table
-from cdc.regions import bound, join_windows, pair_words
-from cdc.words import count_words, is_token_boundary
+from cdc.core.refine import word_table
+from cdc.core.regions import bound, join_windows, pair_words
+from cdc.core.words import count_words, is_token_boundary
 
 
 def triples(chunks):

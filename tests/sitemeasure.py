@@ -2,7 +2,7 @@
 
 Shared by `tests/test_sitecrawl.py` (which asserts the targets) and
 `benchmarks/structure.py` (which prints them). Everything goes through the public API:
-`Store` methods, `cdc.compare.compare` on the stored chunks and texts (what
+`Store` methods, `cdc.core.compare.compare` on the stored chunks and texts (what
 `cdc compare [--ignore-boilerplate]` runs) and the boilerplate rule's defaults.
 
 - `boilerplate_coverage`: on how many pages the banner's bytes, and the site's navigation
@@ -29,11 +29,11 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
-from cdc.compare import UNCHANGED, ChangeReport, compare
-from cdc.queries import version_chunks
+from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
+from cdc.analyst.queries import version_chunks
+from cdc.core.compare import UNCHANGED, ChangeReport, compare
+from cdc.core.urls import canonical_url
 from cdc.store import Store, Version
-from cdc.urls import canonical_url
 from tests.sitecrawl import DELETE, INSERT, MOVE, NUMBER, Manifest, PageEdit, locate
 
 MOVE_KIND = "move"

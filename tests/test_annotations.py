@@ -16,20 +16,20 @@ import duckdb
 import pytest
 
 from cdc import spec_for
-from cdc.annotations import (
+from cdc.analyst.annotations import (
     CSV_COLUMNS,
     NOTE_MAX_CHARS,
     annotate,
     annotations_csv,
     import_annotations,
 )
-from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
+from cdc.core.captures import capture_id
 from cdc.errors import AnnotationError, PageNotFoundError
-from cdc.export import changes_csv
-from cdc.ingest import Ingester
-from cdc.sources import SourceRecord
+from cdc.ingest.ingester import Ingester
+from cdc.present.export import changes_csv
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import SCHEMA_VERSION, Store
-from cdc.versions import capture_id
 from tests import crawlgen
 from tests.test_history import URL, bodies, ingest, records_of
 from tests.test_migrate import OLD_PARAMS

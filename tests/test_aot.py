@@ -1,4 +1,4 @@
-"""The kernels compiled ahead of time (`python -m cdc.aot`) are the JIT's, without Numba."""
+"""The kernels compiled ahead of time (`python -m cdc.core.aot`) are the JIT's, without Numba."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-import cdc.compiled
+import cdc.core.compiled
 from cdc import chunk_content, chunk_many
-from cdc.normalize import normalize_text, text_blocks
-from cdc.refine import word_table
+from cdc.core.normalize import normalize_text, text_blocks
+from cdc.core.refine import word_table
 from tests import textgen
 
 ROOT = Path(__file__).resolve().parents[1]
-built = pytest.mark.skipif(cdc.compiled.AHEAD_OF_TIME is None,
-                           reason="kernels not compiled ahead of time here: run python -m cdc.aot")
+built = pytest.mark.skipif(cdc.core.compiled.AHEAD_OF_TIME is None,
+                           reason="kernels not compiled ahead of time here: run python -m cdc.core.aot")
 
 
 def answers(texts: list[bytes]) -> dict:
@@ -34,10 +34,11 @@ def answers(texts: list[bytes]) -> dict:
 
 PROBE = """
 import json, sys
-import cdc.compiled
+import cdc.core.compiled
 from tests.test_aot import answers
 texts = [bytes.fromhex(h) for h in json.loads(sys.stdin.read())]
-print(json.dumps({"ahead_of_time": cdc.compiled.AHEAD_OF_TIME is not None, "numba": "numba" in sys.modules,
+print(json.dumps({"ahead_of_time": cdc.core.compiled.AHEAD_OF_TIME is not None,
+                  "numba": "numba" in sys.modules,
                   **answers(texts)}))
 """
 
@@ -64,9 +65,10 @@ def test_ahead_of_time_kernels_answer_as_the_jit_does_and_numba_stays_unloaded()
 
 @built
 def test_a_build_from_other_sources_is_not_used(monkeypatch):
-    assert cdc.compiled._ahead_of_time() is not None
-    monkeypatch.setattr(cdc.compiled, "source_digest", lambda: cdc.compiled.AHEAD_OF_TIME.source_digest() ^ 1)
-    assert cdc.compiled._ahead_of_time() is None
+    assert cdc.core.compiled._ahead_of_time() is not None
+    compiled = cdc.core.compiled
+    monkeypatch.setattr(compiled, "source_digest", lambda: compiled.AHEAD_OF_TIME.source_digest() ^ 1)
+    assert cdc.core.compiled._ahead_of_time() is None
     monkeypatch.undo()
     monkeypatch.setenv("CDC_KERNELS", "jit")
-    assert cdc.compiled._ahead_of_time() is None
+    assert cdc.core.compiled._ahead_of_time() is None

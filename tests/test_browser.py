@@ -25,8 +25,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from cdc.demo import build_demo
-from cdc.queries import compare_generations
+from cdc.analyst.queries import compare_generations
+from cdc.demo.crawl import build_demo
 from cdc.store import Store
 from ui import compare_pair
 
@@ -372,7 +372,7 @@ def test_compare_marks_the_change_beside_the_verdict_and_shows_the_note_as_text(
 def searched_word(store: Store):
     """A word one change added between two retained generations, not a template change, and
     the library's hits for it (what the Search page must list)."""
-    from cdc.search import SearchQuery, search
+    from cdc.analyst.search import SearchQuery, search
 
     with store.reading() as connection:
         rows = connection.execute("""

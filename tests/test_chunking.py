@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc import Chunk, Chunker, ChunkParams, Chunks, chunk_batch, chunk_content, chunk_many, compare
-from cdc.chunking import _PARALLEL_MIN_BYTES, _capacity
+from cdc.core.chunking import _PARALLEL_MIN_BYTES, _capacity
 from tests import textgen
 
 SMALL = ChunkParams(avg_size=256, min_size=64, max_size=1024)  # many chunks from short inputs
@@ -455,7 +455,7 @@ def test_a_large_input_streams_in_memory_bounded_by_max_size():
 def test_chunks_from_lengths_are_columns_equal_to_the_chunks_they_describe():
     """A stored chunk list becomes a `Chunks` (the columns compare reads without a `Chunk`
     per chunk), equal to the chunks it was stored from, from a digest list or one blob."""
-    from cdc.chunks import Chunks, chunks_from_lengths, stored_columns
+    from cdc.core.chunks import Chunks, chunks_from_lengths, stored_columns
 
     chunks = chunk_content(b"The quick brown fox jumps over the lazy dog. " * 400)
     digests, lengths = stored_columns(chunks)

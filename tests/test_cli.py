@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cdc import __version__, chunk_content
-from cdc.compiled import AHEAD_OF_TIME
+from cdc.core.compiled import AHEAD_OF_TIME
 from tests import textgen
 
 ROOT = Path(__file__).resolve().parents[1]

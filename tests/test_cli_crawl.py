@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
+from cdc.sources.warc import write_warc_response, write_warc_revisit
 from cdc.store import Store
-from cdc.warc import write_warc_response, write_warc_revisit
 from tests.httpserver import TestServer
 
 PAGE = ("<html><head><title>Lamp</title><meta name=description content='Our lamps'></head><body><main>"

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
-from cdc.export import changes_csv, neutralise
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
+from cdc.present.export import changes_csv, neutralise
 from cdc.store import Store
 from tests import crawlgen
 

@@ -13,14 +13,14 @@ from datetime import timedelta
 import duckdb
 import pytest
 
-import cdc.cluster
-from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
-from cdc.cluster import cluster_ingest, local_cluster
-from cdc.ingest import Ingester
-from cdc.inputs import input_items
-from cdc.observations import ShardReport
+import cdc.ingest.cluster
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
+from cdc.ingest.cluster import cluster_ingest, local_cluster
+from cdc.ingest.ingester import Ingester
+from cdc.ingest.observations import ShardReport
+from cdc.sources.inputs import input_items
+from cdc.sources.warc import WarcSummary
 from cdc.store import Store
-from cdc.warc import WarcSummary
 from tests import archives, crawlgen
 from tests.storerows import assert_same_rows, without_runs
 from tests.storerows import store_rows as rows
@@ -129,14 +129,15 @@ def test_buckets_stay_with_the_worker_that_read_them_while_the_shares_stay_even(
 
     # Pages sorted by shard: shard 0 (on worker a) holds buckets 0-3, shard 1 (on b) 4-7.
     apart = [report([10, 20, 30, 40, 0, 0, 0, 0]), report([0, 0, 0, 0, 40, 30, 20, 10])]
-    dealt = cdc.cluster._deal(apart, ["a", "b"], ["a", "b"], 2)
+    dealt = cdc.ingest.cluster._deal(apart, ["a", "b"], ["a", "b"], 2)
     assert sorted((worker, sorted(buckets), size) for worker, buckets, size in dealt) == [
         ("a", [0, 1, 2, 3], 100), ("b", [4, 5, 6, 7], 100)]
     # Every row read on one worker: half of them move, so both compare as much.
     together = [report([10, 20, 30, 40, 40, 30, 20, 10]), report([0] * 8)]
-    assert sorted(size for _, _, size in cdc.cluster._deal(together, ["a", "a"], ["a", "b"], 2)) == [100, 100]
+    dealt = cdc.ingest.cluster._deal(together, ["a", "a"], ["a", "b"], 2)
+    assert sorted(size for _, _, size in dealt) == [100, 100]
     # Fewer partitions than workers: every bucket still in one.
-    (_, buckets, size), = cdc.cluster._deal(apart, ["a", "b"], ["a", "b"], 1)
+    (_, buckets, size), = cdc.ingest.cluster._deal(apart, ["a", "b"], ["a", "b"], 1)
     assert sorted(buckets) == list(range(8)) and size == 200
 
 
@@ -148,10 +149,10 @@ def test_shards_are_weighed_by_what_they_hold(tmp_path):
     by_record.write_bytes(b"".join(gzip.compress(line + b"\n") for line in text.splitlines()))
     plain = tmp_path / "plain.jsonl"
     plain.write_bytes(text)
-    assert cdc.cluster._shard_weight(str(whole)) == len(text)  # from the gzip trailer
-    assert cdc.cluster._shard_weight(str(by_record)) == by_record.stat().st_size
-    assert cdc.cluster._shard_weight(str(plain)) == len(text)
-    assert cdc.cluster._shard_weight(str(tmp_path / "elsewhere.jsonl.gz")) == 0
+    assert cdc.ingest.cluster._shard_weight(str(whole)) == len(text)  # from the gzip trailer
+    assert cdc.ingest.cluster._shard_weight(str(by_record)) == by_record.stat().st_size
+    assert cdc.ingest.cluster._shard_weight(str(plain)) == len(text)
+    assert cdc.ingest.cluster._shard_weight(str(tmp_path / "elsewhere.jsonl.gz")) == 0
 
 
 def test_a_worker_killed_mid_run_changes_nothing(client, tmp_path, shards, base):
@@ -187,7 +188,7 @@ def test_a_shard_that_fails_is_reported_and_the_others_are_stored(client, tmp_pa
 
 def test_ctrl_c_keeps_committed_partitions_and_a_rerun_converges(client, tmp_path, shards, base, monkeypatch):
     # Partitions write as they finish: not held back to share a transaction with the next.
-    monkeypatch.setattr(cdc.cluster, "LINGER_SECONDS", 0)
+    monkeypatch.setattr(cdc.ingest.cluster, "LINGER_SECONDS", 0)
     expected = single_process(base, tmp_path, shards)
     store = copy_store(base, tmp_path / "cluster.duckdb")
     files = [str(s) for s in shards]
@@ -264,7 +265,7 @@ def test_warc_and_jsonl_shards_mixed_give_the_single_process_store(client, tmp_p
 
 
 def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path, shards, capsys, monkeypatch):
-    monkeypatch.setattr("cdc.cluster.CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr("cdc.ingest.cluster.CONNECT_TIMEOUT", "1s")
     code = main(["--db", str(tmp_path / "s.duckdb"), "ingest", "--dask", "tcp://127.0.0.1:9", str(shards[0])])
     err = capsys.readouterr().err
     assert code == EXIT_FAILURE and err.count("\n") == 1

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc import ChunkParams, Edit, Thresholds, chunk_content, compare
-from cdc.refine import word_table
+from cdc.core.refine import word_table
 from tests import textgen
 
 

@@ -38,8 +38,8 @@ pytestmark = pytest.mark.slow
 # A writer: ingests files into a store in batches, printing a line after each committed batch.
 WRITER = r"""
 import sys
-from cdc.ingest import Ingester
-from cdc.sources import iter_records
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import iter_records
 from cdc.store import Store
 
 def report(summary):

@@ -16,10 +16,10 @@ import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
-from cdc import demo
-from cdc.ingest import Ingester
-from cdc.queries import compare_generations
-from cdc.sources import iter_jsonl
+from cdc.analyst.queries import compare_generations
+from cdc.demo import crawl as demo
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import iter_jsonl
 from cdc.store import Store
 from tests import crawlgen, textgen
 from tests.storerows import as_schema_3

@@ -14,11 +14,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cdc import CdcError, demotext
-from cdc.boilerplate import host_boilerplate, shared_across_hosts
-from cdc.demo import DEFAULT_PAGES, HOSTS, build_demo, demo_records
-from cdc.ingest import Ingester
-from cdc.queries import compare_generations
+from cdc import CdcError
+from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.analyst.queries import compare_generations
+from cdc.demo import text as demotext
+from cdc.demo.crawl import DEFAULT_PAGES, HOSTS, build_demo, demo_records
+from cdc.ingest.ingester import Ingester
 from cdc.store import Store
 
 PAGES, GENERATIONS = 40, 6

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc.extract import MAIN_CONTENT, WHOLE_PAGE, decode_html, html_to_record
-from cdc.normalize import content_for_chunking
+from cdc.core.normalize import content_for_chunking
+from cdc.sources.extract import MAIN_CONTENT, WHOLE_PAGE, decode_html, html_to_record
 
 RANDOM = random.Random(20240501)
 
@@ -140,7 +140,7 @@ def test_an_entity_for_a_line_break_stays_within_its_block():
 
 def test_fragments_fold_as_line_by_line():
     """The whole-fragment passes of `_blocks` give what folding each line alone gives."""
-    from cdc.extract import _blocks, _blocks_by_line
+    from cdc.sources.extract import _blocks, _blocks_by_line
 
     pieces = ["a", "b", " ", "\n", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000",
               "<", ">", "<p>", "</p>", "&amp;", "&#10;", "&#x0a;", "&NewLine;", "&#13;", "&nbsp;",

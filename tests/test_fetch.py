@@ -9,11 +9,11 @@ import socket
 import pytest
 from fastwarc.warc import ArchiveIterator
 
-from cdc.fetch import FetchOptions, fetch_all, retry_after_seconds
-from cdc.ingest import Ingester
+from cdc.core.urls import canonical_url
+from cdc.ingest.fetch import FetchOptions, fetch_all, retry_after_seconds
+from cdc.ingest.ingester import Ingester
+from cdc.sources.warc import Revisit, iter_warc
 from cdc.store import Store
-from cdc.urls import canonical_url
-from cdc.warc import Revisit, iter_warc
 from tests.httpserver import TestServer
 
 FAST = FetchOptions(politeness_delay=0, timeout=1.0, retries=3, backoff=0.01)

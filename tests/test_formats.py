@@ -12,11 +12,11 @@ import zlib
 
 import pytest
 
-from cdc.cli import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
-from cdc.inputs import ARC, JSONL, WARC, WET, sniff
-from cdc.observations import observe_shard
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, main
+from cdc.ingest.observations import observe_shard
+from cdc.sources.inputs import ARC, JSONL, WARC, WET, sniff
+from cdc.sources.warc import decode_payload
 from cdc.store import Store
-from cdc.warc import decode_payload
 from tests import archives
 
 LAMP = ("<html><head><title>Lamp</title><meta name=description content='Our lamps'></head><body><main>"

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from cdc.cli import EXIT_FAILURE, EXIT_OK, main
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, main
 from cdc.errors import StoreFullError
 from cdc.store import Store
 from tests import crawlgen, textgen

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc import chunk_content, compare
-from cdc.highlight import (
+from cdc import chunk_content
+from cdc.core import compare
+from cdc.present.highlight import (
     FIRST_CHANGE_IDS,
     changes_list,
     char_start,

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc.ingest import Ingester
-from cdc.queries import compare_generations
-from cdc.sources import SourceRecord
+from cdc.analyst.queries import compare_generations
+from cdc.core.captures import capture_id
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import TABLES, RetentionPolicy, Store
-from cdc.versions import capture_id
 from tests import crawlgen
 from tests.storerows import consistency_problems, store_rows, without_runs
 
@@ -257,7 +257,7 @@ def test_retention_keeps_the_newest_by_fetch_time_after_a_backfill(tmp_path, kee
 def test_a_fetch_put_in_place_reads_only_the_texts_next_to_it(tmp_path):
     """Of a page with six retained generations, a fetch put in place between the first two
     reads the texts around it, and the rows are those of an in-order ingest."""
-    from cdc.histories import read_histories
+    from cdc.ingest.histories import read_histories
 
     versions = bodies(7, 7)
     hours = [10, 30, 50, 70, 90, 110]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from cdc.cli import EXIT_OK, main
+from cdc.cli.main import EXIT_OK, main
 from tests import crawlgen
 from tests.storerows import store_rows
 

@@ -10,15 +10,16 @@ import duckdb
 import pytest
 
 from cdc import spec_for
-from cdc.boilerplate import host_boilerplate, shared_across_hosts
-from cdc.chunking import ChunkParams, chunk_content
-from cdc.cli import main
+from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.analyst.queries import compare_generations
+from cdc.cli.main import main
+from cdc.core.chunking import chunk_content
+from cdc.core.gear import ChunkParams
+from cdc.core.urls import surt_key
 from cdc.errors import PageNotFoundError
-from cdc.ingest import Ingester
-from cdc.queries import compare_generations
-from cdc.sources import SourceRecord
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import SCHEMA_VERSION, TABLES, RetentionPolicy, Store, schema
-from cdc.urls import surt_key
 from tests import crawlgen
 from tests.storerows import (
     as_schema_1,
@@ -130,7 +131,7 @@ def test_a_store_of_schema_3_gets_its_templates_and_flags_counted_when_first_ope
 
 
 def test_a_store_of_schema_4_gets_each_pages_surt_when_first_opened(tmp_path, crawl):
-    """Ingest gives a new page its SURT (cdc.urls.surt_key, as CDX indexes key captures);
+    """Ingest gives a new page its SURT (cdc.core.urls.surt_key, as CDX indexes key captures);
     the upgrade gives every page of an older store the same, and the store reads as one made now."""
     new = Store(tmp_path / "new.duckdb")
     _ingest(new, crawl[0])

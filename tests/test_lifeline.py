@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from cdc.errors import StoreBusyError, StoreError
+from cdc.sources.warc import write_warc_response
 from cdc.store import RetentionPolicy, Store
-from cdc.warc import write_warc_response
 from tests import textgen
 from tests.httpserver import TestServer
 from tests.storerows import assert_same_rows, consistency_problems

@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from cdc.ingest import Ingester
-from cdc.lifeline import Terminated, stop_on_sigterm
-from cdc.sources import iter_jsonl
+from cdc.ingest.ingester import Ingester
+from cdc.runtime.lifeline import Terminated, stop_on_sigterm
+from cdc.sources.jsonl import iter_jsonl
 from cdc.store import Store
 from tests import textgen
 

@@ -41,7 +41,8 @@ def write_input(path: Path, records: int) -> int:
 def peak_mb(store: Path, source: Path, processes: int) -> float:
     """The peak resident set of an ingest of `source` in a new process, as it stood after its
     last batch (before the run's end: see the module docstring)."""
-    script = ("import resource, sys; from cdc.ingest import Ingester; from cdc.sources import iter_records; "
+    script = ("import resource, sys; from cdc.ingest.ingester import Ingester; "
+              "from cdc.sources.jsonl import iter_records; "
               "from cdc.store import RetentionPolicy, Store; store = Store(sys.argv[1]); "
               "store.set_retention(RetentionPolicy(100_000)); peaks = []; "
               "note = lambda _: peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from cdc import spec_for
-from cdc.chunking import DEFAULT_PARAMS, ChunkParams
-from cdc.cli import main
+from cdc.cli.main import main
+from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import SpecMismatchError
-from cdc.ingest import Ingester
-from cdc.sources import SourceRecord
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import RetentionPolicy, Store
 from tests import crawlgen
 from tests.storerows import store_rows

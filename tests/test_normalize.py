@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cdc import content_digest, content_for_chunking
-from cdc.normalize import (
+from cdc.core.normalize import (
     CLEAN,
     _blocks_by_characters,
     _clean,
@@ -93,7 +93,7 @@ def test_section_text_is_read_as_blocks():
 
 def test_extracted_html_keeps_its_block_lines():
     """The extractor writes blocks blank-line separated: each stays a block."""
-    from cdc.extract import WHOLE_PAGE, html_to_record
+    from cdc.sources.extract import WHOLE_PAGE, html_to_record
 
     page = (b"<title>T</title><nav><a>Home</a> | <a>Docs</a></nav><p>Para one\nwrapped in source.</p>"
             b"<ul><li>one</li><li>two</li></ul><table><tr><td>a</td><td>b</td></tr></table>"

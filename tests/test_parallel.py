@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.cli import EXIT_OK, main
-from cdc.warc import write_warc_response
+from cdc.cli.main import EXIT_OK, main
+from cdc.sources.warc import write_warc_response
 from tests import crawlgen
 from tests.storerows import store_rows as rows
 
@@ -29,14 +29,15 @@ def warc_crawl(tmp_path):
 
 
 # With small batches, every batch after the first arrives with its records extracted ahead in a
-# worker (`cdc.ingest.prepare_records`), its pages' earlier versions in the batches before it.
+# worker (`cdc.ingest.ingester.prepare_records`), its pages' earlier versions in the batches before it.
 @pytest.mark.parametrize("batch_bytes", [None, 2_000], ids=["one batch", "extracted ahead"])
 @pytest.mark.parametrize("crawl", [jsonl_crawl, warc_crawl])
 def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, crawl, batch_bytes):
-    monkeypatch.setattr("cdc.ingest.PARALLEL_MIN_BYTES", 0)  # small as it is, the batch goes to workers
+    # small as it is, the batch goes to workers
+    monkeypatch.setattr("cdc.ingest.ingester.PARALLEL_MIN_BYTES", 0)
     if batch_bytes:
-        monkeypatch.setattr("cdc.cli_ingest.BATCH_BYTES", batch_bytes)
-        monkeypatch.setattr("cdc.cli_ingest.WARC_BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr("cdc.cli.ingest.BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr("cdc.cli.ingest.WARC_BATCH_BYTES", batch_bytes)
     source = str(crawl(tmp_path))
     one, three = tmp_path / "one.duckdb", tmp_path / "three.duckdb"
     assert main(["--db", str(one), "ingest", "--processes", "1", "--quiet", source]) == EXIT_OK
@@ -47,7 +48,7 @@ def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, c
 
 
 def test_an_ingest_never_imports_pandas(tmp_path):
-    """`cdc ingest` builds its batch tables without pandas (`cdc.nopandas`): importing it
+    """`cdc ingest` builds its batch tables without pandas (`cdc.runtime.nopandas`): importing it
     took 0.33 s of every run's start."""
     import subprocess
     import sys
@@ -55,7 +56,7 @@ def test_an_ingest_never_imports_pandas(tmp_path):
     source = jsonl_crawl(tmp_path)
     argv = ["--db", str(tmp_path / "store.duckdb"), "ingest", "--quiet", str(source)]
     script = ("import sys\n"
-              "from cdc.cli import main\n"
+              "from cdc.cli.main import main\n"
               f"code = main({argv!r})\n"
               "print(code, 'pandas' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -73,7 +74,7 @@ def test_a_small_input_is_ingested_in_one_process_by_default(tmp_path):
     script = ("import os\n"
               "forks = []\n"
               "os.register_at_fork(before=lambda: forks.append(1))\n"
-              "from cdc.cli import main\n"
+              "from cdc.cli.main import main\n"
               f"code = main({argv!r})\n"
               "print(code, len(forks))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

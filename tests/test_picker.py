@@ -17,11 +17,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from cdc.figures import compare_trend_figure, first_sightings, host_heatmap, verdict_figure
-from cdc.ingest import Ingester
-from cdc.sources import SourceRecord
+from cdc.core.timebins import bin_range, bin_start, choose_bin
+from cdc.ingest.ingester import Ingester
+from cdc.present.figures import compare_trend_figure, first_sightings, host_heatmap, verdict_figure
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import Store
-from cdc.timebins import bin_range, bin_start, choose_bin
 from tests import crawlgen, textgen
 from tests.test_dashboard import open_page
 from tests.test_template import _template_change

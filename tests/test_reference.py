@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc import Chunker, ChunkParams, chunk_content
-from cdc.refine import word_table
+from cdc.core.refine import word_table
 from tests import textgen
 from tests.reference_worker import word_checks
 

@@ -15,10 +15,10 @@ from datetime import timedelta
 
 import pytest
 
-from cdc.cli import EXIT_FAILURE, EXIT_OK, main
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, main
 from cdc.errors import RunError, RunNotFoundError
-from cdc.ingest import Ingester
-from cdc.sources import SourceRecord
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import Store
 from cdc.store.sitediff import _template_groups
 from tests import crawlgen
@@ -295,7 +295,7 @@ def test_a_revisit_record_is_a_page_the_run_saw(tmp_path, db):
     store = Store(db)
     records = [page(SHOP.format(0), 0, body(0))]
     Ingester(store, label="first").run([SourceRecord("a.jsonl", 1, records[0])])
-    from cdc.warc import Revisit
+    from cdc.sources.warc import Revisit
 
     revisits = [Revisit("b.warc", 1, SHOP.format(0), (crawlgen.START + timedelta(days=1)).isoformat())]
     summary = Ingester(store, label="again", revisits=revisits).run([])

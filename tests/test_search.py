@@ -1,4 +1,4 @@
-"""Search changes by their words (`cdc search`, `cdc.search`) and watches (`cdc watch`):
+"""Search changes by their words (`cdc search`, `cdc.analyst.search`) and watches (`cdc watch`):
 on made-up histories where the answer is known, on real Wget crawls of Python's docs, and
 on the Chinese and Japanese revision histories of the shared corpus."""
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from cdc.cli import EXIT_FAILURE, EXIT_OK, main
-from cdc.cli_search import EXIT_WATCH_HIT
+from cdc.analyst.queries import compare_generations
+from cdc.analyst.search import SearchQuery, add_watch, search, watch_hits, watches
+from cdc.cli.main import EXIT_FAILURE, EXIT_OK, main
+from cdc.cli.search import EXIT_WATCH_HIT
+from cdc.core.refine import DELETE as DELETE_EDIT
+from cdc.core.refine import INSERT, REPLACE
 from cdc.errors import SearchError
-from cdc.ingest import Ingester
-from cdc.queries import compare_generations
-from cdc.refine import DELETE as DELETE_EDIT
-from cdc.refine import INSERT, REPLACE
-from cdc.search import SearchQuery, add_watch, search, watch_hits
-from cdc.sources import iter_jsonl, iter_records
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
 from cdc.store.schema import SEARCH_TABLES
 from tests import crawlgen, sitecrawl, storerows, textgen
@@ -149,7 +149,7 @@ def test_bad_searches_get_one_line_and_change_nothing(tmp_path, capsys):
     capsys.readouterr()
     assert main(["--db", db, "watch", "add", "prices", "--added", "cost"]) == EXIT_FAILURE
     assert "a watch named 'prices' exists" in capsys.readouterr().err
-    assert [(w.name, w.query.added) for w in __import__("cdc.search").search.watches(Store(db))] == [
+    assert [(w.name, w.query.added) for w in watches(Store(db))] == [
         ("prices", "price")]
     with pytest.raises(SearchError):
         add_watch(Store(db), " ", SearchQuery(added="x"))

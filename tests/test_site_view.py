@@ -18,10 +18,10 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cdc.annotations import annotate
-from cdc.cli import EXIT_OK, main
+from cdc.analyst.annotations import annotate
+from cdc.cli.main import EXIT_OK, main
+from cdc.core.urls import canonical_url
 from cdc.store import Store
-from cdc.urls import canonical_url
 from tests import crawlgen, sitecrawl
 from tests.sitecrawl import BANNER
 

@@ -15,11 +15,11 @@ import gzip
 
 import pytest
 
-from cdc.cli import EXIT_OK, main
-from cdc.extract import EXTRACTION_MODES, MAIN_CONTENT, WHOLE_PAGE
+from cdc.cli.main import EXIT_OK, main
+from cdc.core.urls import canonical_url
+from cdc.sources.extract import EXTRACTION_MODES, MAIN_CONTENT, WHOLE_PAGE
+from cdc.sources.warc import WarcSummary, iter_warc
 from cdc.store import Store
-from cdc.urls import canonical_url
-from cdc.warc import WarcSummary, iter_warc
 from tests import sitecrawl, sitemeasure
 from tests.sitecrawl import BANNER, EDIT_KINDS, NONE, START_PAGE
 

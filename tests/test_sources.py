@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc import sources
 from cdc.errors import CdcError
-from cdc.sources import BadRecord, InputError, SourceRecord, iter_jsonl, iter_records, open_input
+from cdc.sources import jsonl as sources
+from cdc.sources.jsonl import BadRecord, InputError, SourceRecord, iter_jsonl, iter_records, open_input
 from tests.data import make_fixtures
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -12,11 +12,11 @@ import pytest
 import xxhash
 
 from cdc import SPEC
-from cdc.annotations import annotate
-from cdc.boilerplate import host_boilerplate, shared_across_hosts
-from cdc.ingest import Ingester
-from cdc.queries import PageNotFoundError, compare_generations, find_page
-from cdc.sources import iter_jsonl, iter_records
+from cdc.analyst.annotations import annotate
+from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
+from cdc.analyst.queries import PageNotFoundError, compare_generations, find_page
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, SpecMismatchError, Store, StoreNotFoundError, lookups
 from tests import crawlgen, storerows, textgen
 from tests.test_template import _template_change

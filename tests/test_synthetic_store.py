@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.synthetic_store import build_store
+from cdc.core.captures import capture_id
 from cdc.store import SCHEMA_VERSION, Store
-from cdc.versions import capture_id
 from tests.storerows import consistency_problems, store_rows
 
 PAGES, CRAWLS, HOSTS = 120, 3, 4

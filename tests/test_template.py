@@ -16,10 +16,10 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cdc.cli import main
-from cdc.ingest import Ingester
-from cdc.queries import compare_generations
-from cdc.sources import SourceRecord
+from cdc.analyst.queries import compare_generations
+from cdc.cli.main import main
+from cdc.ingest.ingester import Ingester
+from cdc.sources.jsonl import SourceRecord
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store
 from cdc.store.templates import unflagged_pages
 from tests import crawlgen, textgen

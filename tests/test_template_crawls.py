@@ -18,12 +18,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cdc.cli import EXIT_OK, main
-from cdc.compare import UNCHANGED
-from cdc.queries import compare_generations
+from cdc.analyst.queries import compare_generations
+from cdc.cli.main import EXIT_OK, main
+from cdc.core.compare import UNCHANGED
+from cdc.core.urls import canonical_url
 from cdc.store import Store
 from cdc.store.reads import TEMPLATE_ONLY
-from cdc.urls import canonical_url
 from tests import sitecrawl
 from tests.sitecrawl import MOVE, NONE
 from tests.test_site_view import app_on, pages_table, rerun

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cdc.core.urls import TRACKING_PARAMETERS, InvalidUrlError, canonical_url, host_of
 from cdc.errors import CdcError
-from cdc.urls import TRACKING_PARAMETERS, InvalidUrlError, canonical_url, host_of
 
 
 def test_the_worked_example():

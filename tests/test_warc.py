@@ -1,4 +1,4 @@
-"""WARC input with FastWARC: WARC files written by the tests with cdc.warc's writer helpers."""
+"""WARC input with FastWARC: WARC files written by the tests with cdc.sources.warc's writer helpers."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from cdc.extract import WHOLE_PAGE
-from cdc.ingest import Ingester
-from cdc.inputs import JSONL, WARC, sniff
-from cdc.sources import BadRecord, SourceRecord
+from cdc.ingest.ingester import Ingester
+from cdc.sources.extract import WHOLE_PAGE
+from cdc.sources.inputs import JSONL, WARC, sniff
+from cdc.sources.jsonl import BadRecord, SourceRecord
+from cdc.sources.warc import Revisit, WarcSummary, iter_warc, write_warc_response, write_warc_revisit
 from cdc.store import Store
-from cdc.warc import Revisit, WarcSummary, iter_warc, write_warc_response, write_warc_revisit
 
 HTML = [("Content-Type", "text/html; charset=utf-8")]
 

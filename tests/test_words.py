@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc import Edit, chunk_content, compare
-from cdc.refine import is_token_boundary, word_table
+from cdc.core.refine import is_token_boundary, word_table
 from tests import textgen
 
 
@@ -209,7 +209,7 @@ def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
     """Two one-word edits 40 paragraphs apart stay two stretches: the unchanged text between
     them holds far more words than they do, so no word alignment could cross it, and it is
     not read as part of either."""
-    import cdc.refine
+    import cdc.core.refine
 
     paragraphs = textgen.paragraphs(21, 60)
     new_paragraphs = list(paragraphs)
@@ -219,14 +219,14 @@ def test_the_word_diff_reads_only_around_the_changes(monkeypatch):
         new_paragraphs[at] = " ".join(words)
     old, new = "\n".join(paragraphs).encode(), "\n".join(new_paragraphs).encode()
     read = []
-    pair_words = cdc.refine.pair_words
+    pair_words = cdc.core.refine.pair_words
 
     def reading(*arguments):  # the bytes each window's words span, on both sides
         windows = pair_words(*arguments)
         read.extend(words.ends[-1] - words.begins[0] for window in windows for words in window if words.ends)
         return windows
 
-    monkeypatch.setattr(cdc.refine, "pair_words", reading)
+    monkeypatch.setattr(cdc.core.refine, "pair_words", reading)
     report = diff(old, new)
     assert [shown(new, e.new_offset, e.new_length) for e in report.edits] == [b"CHANGED", b"CHANGED"]
     assert sum(read) < (len(old) + len(new)) / 10

@@ -1,4 +1,5 @@
-"""`cdc.worktasks`: tasks queued for a real process pool, taken back while no worker has started them."""
+"""`cdc.ingest.worktasks`: tasks queued for a real process pool, taken back while no worker
+has started them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from cdc.worktasks import Tasks, guided_parts, share_out
+from cdc.ingest.worktasks import Tasks, guided_parts, share_out
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,9 +60,9 @@ def test_share_out_deals_heaviest_first_to_the_lightest_bin():
 
 ABANDON_SCRIPT = """
 import sys, time
-from cdc.ingest import Ingester
+from cdc.ingest.ingester import Ingester
 from cdc.store import Store
-from cdc.worktasks import Tasks
+from cdc.ingest.worktasks import Tasks
 
 def nap(seconds):
     time.sleep(sum(seconds))

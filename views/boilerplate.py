@@ -4,7 +4,7 @@ chunk occurs."""
 import streamlit as st
 
 import ui
-from cdc.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
+from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
 
 store = ui.current_store()
 st.title("Boilerplate")

@@ -9,10 +9,10 @@ import streamlit as st
 
 import ui
 import ui_annotate
+from cdc.analyst.queries import version_chunks
 from cdc.errors import CdcError
-from cdc.figures import alignment_figure, compare_trend_figure
-from cdc.highlight import changes_list, side_by_side_html
-from cdc.queries import version_chunks
+from cdc.present.figures import alignment_figure, compare_trend_figure
+from cdc.present.highlight import changes_list, side_by_side_html
 
 store = ui.current_store()
 st.title("Compare")
@@ -90,7 +90,7 @@ html = side_by_side_html(result.old.text, result.new.text, report, old_chunks=ol
                          new_chunks=new_chunks, boilerplate=result.ignored, boilerplate_view=boilerplate_view,
                          labels=(f"generation {old}", f"generation {new}"))
 # In its own frame, so the view can open at the first change. Every piece of page text in
-# `html` is escaped by cdc.highlight: the only markup and script are ours.
+# `html` is escaped by cdc.present.highlight: the only markup and script are ours.
 st.iframe(ui.framed_texts(html), height=640)
 
 st.subheader("What changed")

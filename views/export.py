@@ -7,9 +7,9 @@ import datetime as dt
 import streamlit as st
 
 import ui
-from cdc.compare import VERDICTS
-from cdc.export import changes_csv
-from cdc.ingest import NEW
+from cdc.core.compare import VERDICTS
+from cdc.ingest.versions import NEW
+from cdc.present.export import changes_csv
 from cdc.store import LABELS
 
 PREVIEW_ROWS = 200

@@ -3,8 +3,8 @@
 import streamlit as st
 
 import ui
-from cdc.figures import first_sightings, host_heatmap, verdict_figure
-from cdc.timebins import choose_bin
+from cdc.core.timebins import choose_bin
+from cdc.present.figures import first_sightings, host_heatmap, verdict_figure
 
 store = ui.current_store()
 st.title("Overview")

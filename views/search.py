@@ -1,5 +1,5 @@
 """Search: changes by the words they added or removed, as `cdc search` finds them (the same
-`cdc.search.search`), each hit a link to Compare at that change, the hits as CSV.
+`cdc.analyst.search.search`), each hit a link to Compare at that change, the hits as CSV.
 
 The search is in the query string (`?q=&side=&host=&verdict=&template=&page=`), so a link
 reopens it. Page text is shown in table cells only, which Streamlit renders as text.
@@ -10,10 +10,10 @@ import math
 import streamlit as st
 
 import ui
-from cdc.compare import VERDICTS
+from cdc.analyst.search import SearchQuery, hits_csv, search
+from cdc.core.compare import VERDICTS
 from cdc.errors import CdcError
-from cdc.ingest import NEW
-from cdc.search import SearchQuery, hits_csv, search
+from cdc.ingest.versions import NEW
 
 PAGE_SIZE = 50
 EITHER, ADDED, REMOVED = "either", "added", "removed"

@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 import streamlit as st
 
 import ui
+from cdc.analyst.search import watch_hits
 from cdc.errors import CdcError
-from cdc.search import watch_hits
 from cdc.store import LABELS
 from cdc.store.reads import TEMPLATE_ONLY
 from cdc.store.sitediff import latest_crawls

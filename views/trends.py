@@ -4,7 +4,7 @@ changed in each hour, day, week or month (the bin that fits the span of its chan
 import streamlit as st
 
 import ui
-from cdc.figures import trend_figure
+from cdc.present.figures import trend_figure
 
 store = ui.current_store()
 st.title("Trends")

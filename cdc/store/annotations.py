@@ -5,7 +5,7 @@ A change is a page's generation against the one before it; an annotation marks i
 keyed by (natural_key, generation) and holds no page text, so retention leaves it alone (a
 change's row may lose its text; its annotation stays), and `erase` removes it with the page.
 
-Generation numbers are capture times (`cdc.versions.capture_id`) and never come to name
+Generation numbers are capture times (`cdc.core.captures.capture_id`) and never come to name
 another version: a fetch of the same content found later, earlier in time, moves the
 generation's start, and a number held before still falls inside it. An annotation is stored
 at the generation's start (a number given is resolved first, as `Store.version` resolves

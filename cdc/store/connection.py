@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 
 from cdc.errors import StoreBusyError, StoreError, StoreFullError, StoreNotFoundError
-from cdc.lifeline import raise_if_stopped
+from cdc.runtime.lifeline import raise_if_stopped
 from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
@@ -36,7 +36,7 @@ from cdc.store.schema import (
     STORED_TABLES,
     WRITER_CONFIG,
 )
-from cdc.writelock import holding
+from cdc.store.writelock import holding
 
 LOCK_TIMEOUT = 30.0  # seconds a call waits for another process's lock
 RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most

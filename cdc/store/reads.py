@@ -13,12 +13,12 @@ from pathlib import Path
 
 import duckdb
 
+from cdc.core.timebins import BINS
 from cdc.store.annotations import annotations_of
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
 from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, TEMPLATE_DIGESTS
-from cdc.timebins import BINS
 
 # The chunks the boilerplate queries count, the lists joined with their pages first:
 # of one host's latest generations (binds the host);
@@ -44,7 +44,7 @@ class PageInfo:
     first_seen: datetime
     last_fetched: datetime
     last_checked: datetime
-    surt: str | None = None  # the key of a crawl's CDX index (cdc.urls.surt_key)
+    surt: str | None = None  # the key of a crawl's CDX index (cdc.core.urls.surt_key)
 
 
 _PAGE_COLUMNS = ("natural_key, url, host, retention_class, latest_generation, first_seen, "
@@ -103,7 +103,7 @@ class ChangeRow:
     label: str | None = None
     note: str | None = None
     annotated_by: str | None = None
-    surt: str | None = None  # the page's SURT, the key of a crawl's CDX index (cdc.urls.surt_key)
+    surt: str | None = None  # the page's SURT, the key of a crawl's CDX index (cdc.core.urls.surt_key)
 
     @property
     def shown_verdict(self) -> str:
@@ -362,7 +362,7 @@ class Reads:
         return [ChangeRow(*row) for row in rows]
 
     def host_activity(self, bucket: str = "day") -> list[tuple[str, datetime, int, int]]:
-        """Per host and time bucket (hour, day, week or month: `cdc.timebins.BINS`): bytes
+        """Per host and time bucket (hour, day, week or month: `cdc.core.timebins.BINS`): bytes
         changed and changes (first generations left out: a new page is not a change)."""
         if bucket not in BINS:
             raise ValueError(f"bucket is one of {', '.join(BINS)}, got {bucket!r}")

@@ -6,7 +6,7 @@ Tables (all times UTC):
 - `meta`: schema version, the chunker `SPEC`, the retention policy.
 - `pages`: one row per natural key (canonical URL): host, last URL seen, retention class,
   latest generation, when it was first seen, last fetched with new content, last checked;
-  and its SURT (`cdc.urls.surt_key`), the key a crawl's CDX index sorts captures by.
+  and its SURT (`cdc.core.urls.surt_key`), the key a crawl's CDX index sorts captures by.
 - `generations`: one row per distinct version of a page: fetched_at, content digest, length,
   chunk count, and the normalised text while the generation is retained. The text is stored
   uncompressed: retention bounds its size, and an erasure can then be checked byte for byte
@@ -28,7 +28,7 @@ Tables (all times UTC):
   retained generation), as of the last run's end: what `template_only` is judged by.
 - `fetches`: one row per fetch of a page (time, content digest, the run that brought it and
   its place in that run's input), kept for good: a page's history is its fetches in fetch
-  order, so a fetch that arrives late is put in its place (`cdc.versions`).
+  order, so a fetch that arrives late is put in its place (`cdc.ingest.versions`).
 - `runs`: one row per ingest or fetch run: label, start and end, inputs, counts.
 - `page_runs`: one row per page and run that saw it: the latest fetch of the page in that run
   and its content digest. What changed on a site between two runs is a join of two runs' rows.
@@ -36,14 +36,14 @@ Tables (all times UTC):
   page and generation, with a note, who and when (`cdc.store.annotations`); kept for good,
   erased with the page.
 - `change_words`: one row per change measured with exact edits that added or removed words:
-  the text and the words of each side (`cdc.editwords`), and the run that measured it. Kept
+  the text and the words of each side (`cdc.core.editwords`), and the run that measured it. Kept
   with the change row (retention trims texts, not what a change said), erased with the page.
   The words are uncompressed, as the texts are, so an erasure can be checked in the file; the
   text as on the page (what excerpts show) is compressed (zstd): half the table's bytes.
-- `watches`: one row per saved search (`cdc.search.Watch`): its name and query as JSON.
+- `watches`: one row per saved search (`cdc.analyst.search.Watch`): its name and query as JSON.
 - `watch_hits`: one row per hit of a watch at a run's end: the run, the change and the side.
 
-A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.versions.capture_id`), so
+A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.core.captures.capture_id`), so
 numbers order as fetch times do and never come to name another version.
 """
 
@@ -102,7 +102,7 @@ CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
 CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
     SELECT natural_key, generation, chunk_index, digest, length FROM {_chunks_of("chunk_lists")}"""
 
-# Search (`cdc.search`): the words each change added and removed, and the saved searches
+# Search (`cdc.analyst.search`): the words each change added and removed, and the saved searches
 # with their hits per run.
 SEARCH_TABLES = [
     """CREATE TABLE IF NOT EXISTS change_words (
@@ -301,9 +301,9 @@ SURT_BATCH = 10_000  # pages given their SURT per statement on upgrade
 
 
 def _fill_surt_keys(connection: duckdb.DuckDBPyConnection) -> None:
-    """Give every page stored without one its SURT (`cdc.urls.surt_key`), as ingest gives a
+    """Give every page stored without one its SURT (`cdc.core.urls.surt_key`), as ingest gives a
     new page: about 25 us of CPU a page (`benchmarks/surt_keys.py`), 3 s for 100,000."""
-    from cdc.urls import surt_key
+    from cdc.core.urls import surt_key
 
     keys = [row[0] for row in connection.execute(
         "SELECT natural_key FROM pages WHERE surt IS NULL ORDER BY natural_key").fetchall()]
@@ -331,7 +331,7 @@ def _made_earlier(stored: str | None, current: str) -> bool:
 
 
 def _default_spec() -> str:
-    from cdc import SPEC
+    from cdc.core.spec import SPEC
 
     return SPEC
 
@@ -383,7 +383,7 @@ class Schema:
     def _upgrade(self, connection: duckdb.DuckDBPyConnection, version: int) -> None:
         """An older layout made current in one transaction (killed midway, the store is as it
         was). Schema 1 to 2: each generation's chunk rows become one list row. Schema 2 to 3:
-        generations are numbered by capture time (`cdc.versions.capture_id`) in their order,
+        generations are numbered by capture time (`cdc.core.captures.capture_id`) in their order,
         and the fetches the store knew of are recorded. Schema 3 to 4: the hosts' templates
         and the template-only flags are counted (`cdc.store.templates`). Schema 4 to 5: the
         `VERSION_5` additions (the round-3 tables, a column), each page's SURT, and the words
@@ -412,7 +412,7 @@ class Schema:
         connection.execute("COMMIT")
 
     def _renumber(self, connection: duckdb.DuckDBPyConnection) -> None:
-        from cdc.versions import renumbered
+        from cdc.core.captures import renumbered
 
         rows = connection.execute("SELECT natural_key, generation, fetched_at FROM generations "
                                   "ORDER BY natural_key, generation").fetchall()

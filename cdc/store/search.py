@@ -1,4 +1,4 @@
-"""The changes' words and the watches: the SQL behind `cdc.search`.
+"""The changes' words and the watches: the SQL behind `cdc.analyst.search`.
 
 Layout: a search is `contains(side_words, ' phrase ')` over one column of `change_words`, a
 scan, then a join of the matches' keys with `changes` and `pages` for the filters (host,
@@ -57,7 +57,7 @@ class WordsMatch:
 @dataclass(frozen=True)
 class StoredWatch:
     name: str
-    query: str  # JSON of the watch's search (`cdc.search.SearchQuery`)
+    query: str  # JSON of the watch's search (`cdc.analyst.search.SearchQuery`)
     created_at: datetime
 
 
@@ -75,7 +75,7 @@ class WatchHitRow:
 
 @dataclass(frozen=True)
 class WordsFilter:
-    """What `search_words` matches: a side's words (from `cdc.editwords.search_words`; both
+    """What `search_words` matches: a side's words (from `cdc.core.editwords.search_words`; both
     sides given: a change must match both), and the change rows' filters."""
 
     added: str | None = None
@@ -154,7 +154,7 @@ class _Joined:
         self.text = data.to_pybytes() if data is not None else b""
 
     def rows_holding(self, phrase: str) -> list[int]:
-        """The rows whose words hold `phrase` (from `cdc.editwords.search_words`), in order."""
+        """The rows whose words hold `phrase` (from `cdc.core.editwords.search_words`), in order."""
         wanted, rows = phrase.encode(), []
         starts, find = self.starts, self.text.find
         at = find(wanted, starts[0])
@@ -206,10 +206,10 @@ class Search:
         are still retained, and that has none yet (a store made before words were kept),
         computed as ingest computes them; returns the rows written. The rest (a previous text
         trimmed by retention) cannot be searched: their edits are not known any more."""
-        from cdc.chunks import DIGEST_SIZE, chunks_from_lengths
-        from cdc.compare import compare
-        from cdc.editwords import edit_words
-        from cdc.ingest import words_table
+        from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
+        from cdc.core.compare import compare
+        from cdc.core.editwords import edit_words
+        from cdc.ingest.tables import words_table
 
         pairs = connection.execute("""
             SELECT c.natural_key, c.generation, c.previous_generation, coalesce(g.first_run, 0)
@@ -275,7 +275,7 @@ class Search:
     def _record_watch_hits(self, connection: duckdb.DuckDBPyConnection, run: int) -> None:
         """The hits of each watch among the changes run `run` measured, recorded for the run
         (in the run's end's transaction: a run ends with its hits or not at all)."""
-        from cdc.search import SearchQuery
+        from cdc.analyst.search import SearchQuery
 
         connection.execute("DELETE FROM watch_hits WHERE run = ?", [run])
         saved = [(name, SearchQuery.from_json(query).words_filter()) for name, query in connection.execute(

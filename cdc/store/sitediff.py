@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 import duckdb
 import xxhash
 
-from cdc.compare import UNCHANGED
+from cdc.core.compare import UNCHANGED
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.annotations import annotations_of
 from cdc.store.lookups import _one

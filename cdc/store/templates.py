@@ -42,7 +42,7 @@ from cdc.store.layout import DIGEST_BYTES, _digests_of
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
-# latest generations), and on at least this many of them (`cdc.boilerplate`).
+# latest generations), and on at least this many of them (`cdc.analyst.boilerplate`).
 BOILERPLATE_SHARE = 0.05
 BOILERPLATE_MIN_PAGES = 3
 

@@ -1,6 +1,6 @@
 """The ingest write path: page states read to compare a new version, a batch written in
 one transaction, generations past the retention limit trimmed, conditional-request
-validators, the store's extraction mode, and the re-chunking of retained texts (cdc.migrate).
+validators, the store's extraction mode, and the re-chunking of retained texts (cdc.ingest.migrate).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc.core.urls import surt_key
 from cdc.errors import StoreError
 from cdc.store.layout import content_chunk_rows, digest_list
 from cdc.store.lookups import (
@@ -28,10 +29,9 @@ from cdc.store.lookups import (
     _one,
     _registered,
 )
-from cdc.urls import surt_key
 
 DEFAULT_KEEP = 3
-_GIVEN_TEXT = "wet"  # cdc.extract.GIVEN_TEXT: the store does not import the extraction
+_GIVEN_TEXT = "wet"  # cdc.sources.extract.GIVEN_TEXT: the store does not import the extraction
 _MODE_WORDS = {"main": "HTML extracted with --extract main", "whole": "HTML extracted with --extract whole",
                _GIVEN_TEXT: "WET text (Common Crawl's own extraction)"}
 
@@ -194,7 +194,7 @@ class Writer:
 
     path: Path
 
-    # --- re-chunking (cdc.migrate) ----------------------------------------------------------
+    # --- re-chunking (cdc.ingest.migrate) ----------------------------------------------------------
 
     def retained_keys(self, connection: duckdb.DuckDBPyConnection) -> list[str]:
         """Pages with at least one retained text, in key order."""
@@ -355,7 +355,7 @@ class Writer:
             RETURNING pages.natural_key""", keys.to_pylist(), "pages")
         fresh = batch.pages.filter(pc.invert(pc.is_in(keys, value_set=pa.array([row[0] for row in updated],
                                                                                  pa.string()))))
-        if fresh.num_rows:  # a SURT per new page, made once (cdc.urls.surt_key)
+        if fresh.num_rows:  # a SURT per new page, made once (cdc.core.urls.surt_key)
             surts = [surt_key(key) for key in fresh.column("natural_key").to_pylist()]
             fresh = fresh.append_column("surt", pa.array(surts, pa.string()))
             with _registered(connection, "fresh_pages", fresh):

@@ -1,0 +1,223 @@
+"""Search changes by their words, and watches (saved searches evaluated at each run's end).
+
+The one way in for the CLI (`cdc search`, `cdc watch`), the dashboard's Search page and the
+watches a run's end evaluates: a `SearchQuery` (validated once, here) and `search(store,
+query)`, which returns `SearchHit`s, one per side of a change that holds the phrase. What is
+matched, and how, is `cdc.core.editwords`; the SQL is `cdc.store.search`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+
+from cdc.core.editwords import MAX_SEARCH_CHARS, excerpt_of, search_words
+from cdc.errors import SearchError
+from cdc.present.export import csv_cell
+from cdc.store import Store, WordsFilter
+
+DEFAULT_LIMIT = 50
+MAX_WATCH_NAME = 100
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A search of the changes' words: a phrase per side (`added`, `removed`; both given, a
+    change must have done both) or on either side (`text`), and the change rows' filters.
+    Refused here when it has no phrase, or one that is empty or too long."""
+
+    added: str | None = None
+    removed: str | None = None
+    text: str | None = None
+    host: str | None = None
+    run: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    verdicts: tuple[str, ...] = ()
+    include_template: bool = False
+
+    def __post_init__(self) -> None:
+        given = {name: value for name, value in (("added", self.added), ("removed", self.removed),
+                                                 ("text", self.text)) if value is not None}
+        if not given:
+            raise SearchError("say what to search for: --added TEXT, --removed TEXT or --text TEXT")
+        if self.text is not None and len(given) > 1:
+            raise SearchError("--text searches both sides: give it alone, or --added and --removed")
+        for name, value in given.items():
+            if len(value) > MAX_SEARCH_CHARS:
+                raise SearchError(f"the --{name} text is {len(value):,} characters; at most "
+                                  f"{MAX_SEARCH_CHARS} are searched")
+            if not search_words(value):
+                raise SearchError(f"the --{name} text is empty: give a word or a phrase to search for")
+        object.__setattr__(self, "verdicts", tuple(self.verdicts))
+
+    def words_filter(self) -> WordsFilter:
+        return WordsFilter(
+            added=search_words(self.added) if self.added is not None else None,
+            removed=search_words(self.removed) if self.removed is not None else None,
+            either=search_words(self.text) if self.text is not None else None,
+            host=self.host, run=self.run, since=self.since, until=self.until, verdicts=self.verdicts,
+            include_template=self.include_template)
+
+    def describe(self) -> str:
+        """The query as `cdc search` options, for lists (`cdc watch list`)."""
+        parts = [f"--{name} {json.dumps(value, ensure_ascii=False)}" for name, value in
+                 (("added", self.added), ("removed", self.removed), ("text", self.text)) if value is not None]
+        parts += [f"--host {self.host}"] if self.host else []
+        parts += [f"--since {self.since:%Y-%m-%dT%H:%M:%S}"] if self.since else []
+        parts += [f"--until {self.until:%Y-%m-%dT%H:%M:%S}"] if self.until else []
+        parts += [f"--verdict {verdict}" for verdict in self.verdicts]
+        parts += ["--include-template"] if self.include_template else []
+        return " ".join(parts)
+
+    def to_json(self) -> str:
+        data = {name: value for name, value in asdict(self).items() if value not in (None, (), [], False)}
+        for moment in ("since", "until"):
+            if moment in data:
+                data[moment] = data[moment].isoformat()
+        return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> SearchQuery:
+        data = json.loads(text)
+        for moment in ("since", "until"):
+            if moment in data:
+                data[moment] = datetime.fromisoformat(data[moment])
+        data["verdicts"] = tuple(data.get("verdicts", ()))
+        known = {field.name for field in fields(cls)}
+        return cls(**{name: value for name, value in data.items() if name in known})
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One side of a change whose words hold the phrase."""
+
+    url: str
+    natural_key: str
+    host: str
+    generation: int
+    previous_generation: int | None
+    fetched_at: datetime
+    verdict: str
+    template_only: bool | None
+    run: int  # the run that measured the change
+    side: str  # added or removed
+    excerpt: str  # the edit that holds the phrase, around it
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[SearchHit]
+    total: int  # hits of the whole search, before limit and offset
+
+
+def search(store: Store, query: SearchQuery, limit: int | None = DEFAULT_LIMIT,
+           offset: int = 0) -> SearchResult:
+    """The hits of `query`, newest change first, `limit` of them from `offset`."""
+    if (limit is not None and limit < 1) or offset < 0:
+        raise SearchError("--limit must be at least 1 and --offset at least 0")
+    words = query.words_filter()
+    matches = store.search_words(words, limit=limit, offset=offset)
+    phrases = {"added": words.added or words.either, "removed": words.removed or words.either}
+    hits = [SearchHit(m.url, m.natural_key, m.host, m.generation, m.previous_generation, m.fetched_at,
+                      m.verdict, m.template_only, m.run, m.side, excerpt_of(m.text, phrases[m.side]))
+            for m in matches]
+    total = matches[0].total if matches else (0 if offset == 0 else _total(store, query))
+    return SearchResult(hits, total)
+
+
+def _total(store: Store, query: SearchQuery) -> int:
+    first = store.search_words(query.words_filter(), limit=1)
+    return first[0].total if first else 0
+
+
+HIT_COLUMNS = ("url", "host", "generation", "previous_generation", "fetched_at", "verdict", "template_only",
+               "side", "excerpt")
+
+
+def hits_csv(hits: Iterable[SearchHit]) -> bytes:
+    """Search hits as CSV (RFC 4180, UTF-8), as `cdc export` writes changes: page text is
+    untrusted, so a cell a spreadsheet would read as a formula is neutralised."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(HIT_COLUMNS)
+    for hit in hits:
+        writer.writerow([csv_cell(getattr(hit, name)) for name in HIT_COLUMNS])
+    return buffer.getvalue().encode("utf-8")
+
+
+
+# --- watches --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Watch:
+    name: str
+    query: SearchQuery
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class WatchHit:
+    name: str
+    run: int
+    url: str
+    natural_key: str
+    generation: int
+    previous_generation: int | None
+    side: str
+    excerpt: str
+
+
+def _checked_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > MAX_WATCH_NAME or any(char in name for char in "\r\n\t"):
+        raise SearchError(f"a watch name is one line of 1 to {MAX_WATCH_NAME} characters, got {name!r}")
+    return name
+
+
+def add_watch(store: Store, name: str, query: SearchQuery) -> Watch:
+    """Save `query` as watch `name`; refused when the name is taken or the query has --run
+    (a watch is evaluated at every run's end, against that run's changes)."""
+    name = _checked_name(name)
+    if query.run is not None:
+        raise SearchError("a watch is evaluated against each run's changes: give it no --run")
+    created = datetime.now(UTC).replace(tzinfo=None)
+    if not store.add_watch(name, query.to_json(), created):
+        raise SearchError(f"a watch named {name!r} exists; remove it first (`cdc watch remove {name}`) "
+                          "or give another name")
+    return Watch(name, query, created)
+
+
+def watches(store: Store) -> list[Watch]:
+    return [Watch(row.name, SearchQuery.from_json(row.query), row.created_at) for row in store.watches()]
+
+
+def remove_watch(store: Store, name: str) -> None:
+    if not store.remove_watch(name):
+        raise SearchError(f"no watch named {name!r}; `cdc watch list` lists them")
+
+
+def watch_hits(store: Store, name: str | None = None, run: int | None = None) -> list[WatchHit]:
+    """The recorded hits, by run; of one watch (which must exist), of one run."""
+    known = {watch.name: watch for watch in watches(store)}
+    if name is not None and name not in known:
+        raise SearchError(f"no watch named {name!r}; `cdc watch list` lists them")
+    hits = []
+    for row in store.watch_hits(name, run):
+        watch = known.get(row.name)
+        words = watch.query.words_filter() if watch else None
+        phrase = words and ((words.added if row.side == "added" else words.removed) or words.either)
+        hits.append(WatchHit(row.name, row.run, row.url, row.natural_key, row.generation,
+                             row.previous_generation, row.side,
+                             excerpt_of(row.text, phrase or "") if row.text else ""))
+    return hits
+
+
+def run_watch_counts(store: Store, run: int) -> dict[str, int]:
+    """Each watch's hits in `run` (0 for a watch that did not hit), by name."""
+    counts = store.watch_hit_counts([run])
+    return {watch.name: counts.get((watch.name, run), 0) for watch in store.watches()}
