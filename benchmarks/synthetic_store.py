@@ -69,16 +69,16 @@ import cdc
 from cdc.core.captures import capture_id
 from cdc.core.editwords import words_row
 from cdc.core.urls import surt_key
-from cdc.ingest.ingester import (
+from cdc.ingest.ingester import BATCH_RECORDS
+from cdc.ingest.tables import (
     _CHANGES_SCHEMA,
     _CHUNKS_SCHEMA,
     _FETCHES_SCHEMA,
     _GENERATIONS_SCHEMA,
     _PAGES_SCHEMA,
     _SEEN_SCHEMA,
-    BATCH_RECORDS,
+    words_table,
 )
-from cdc.ingest.tables import words_table
 from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store.runs import RUN_COUNTS
