@@ -34,7 +34,7 @@ writes the same tables directly, through DuckDB from Arrow, in the layout ingest
   chunk lists give (Jaccard similarity, byte shares kept; a few words for a minor edit)
   and the verdict `cdc.Thresholds` gives them, and `change_words` rows the text of the
   chunks added and removed (for a minor edit, the few words of its excerpt) as ingest's
-  exact edits would give it.
+  exact edits would give it, indexed (`change_tokens`) a batch of ingest's size at a time.
 
 Everything is seeded: the same parameters give the same store.
 
@@ -82,6 +82,7 @@ from cdc.ingest.tables import (
 from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store.runs import RUN_COUNTS
+from cdc.store.wordindex import index_words
 
 BUILDER_VERSION = 4  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored
@@ -371,6 +372,17 @@ def _insert(connection: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -
         connection.unregister("bulk_rows")
 
 
+def _index_words(connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
+    """Index a slice's words as ingest's writer does, a batch of `BATCH_RECORDS` changes at a
+    time: each batch's index rows sorted by token, so the index's layout is ingest's."""
+    for start in range(0, words.num_rows, BATCH_RECORDS):
+        connection.register("bulk_words", words.slice(start, BATCH_RECORDS))
+        try:
+            index_words(connection, "bulk_words")
+        finally:
+            connection.unregister("bulk_words")
+
+
 def _slices(order: list[int]) -> Iterator[tuple[int, list[int]]]:
     for start in range(0, len(order), SLICE_PAGES):
         yield start, order[start:start + SLICE_PAGES]
@@ -451,6 +463,7 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                     tables, text = crawl_tables(crawl, first, part, keys, versions, pool)
                     for table, rows in tables.items():
                         _insert(connection, table, rows)
+                    _index_words(connection, tables["change_words"])
                     chunk_rows += len(pc.list_flatten(tables["chunk_lists"].column("lengths")))
                     text_bytes += text
                 _insert(connection, "runs", pa.table(run_row(crawl, pages), schema=_RUNS))

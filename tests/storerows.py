@@ -135,7 +135,7 @@ def as_schema_4(path: Path) -> None:
     and no annotations, as the cdc of stored templates made it."""
     with duckdb.connect(str(path)) as connection:
         connection.execute("DROP INDEX IF EXISTS change_words_key")
-        for table in ("change_words", "watches", "watch_hits", "annotations"):
+        for table in ("change_words", "change_tokens", "watches", "watch_hits", "annotations"):
             connection.execute(f"DROP TABLE IF EXISTS {table}")
         indexes = connection.execute("SELECT sql FROM duckdb_indexes() WHERE table_name = 'pages'").fetchall()
         for (statement,) in indexes:  # DuckDB drops no column of a table under an index

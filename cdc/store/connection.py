@@ -32,6 +32,7 @@ from cdc.runtime.lifeline import raise_if_stopped
 from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
+    INDEX_TABLES,
     SCHEMA_VERSION,
     STORED_TABLES,
     WRITER_CONFIG,
@@ -216,6 +217,8 @@ class Connections:
                     f"SELECT coalesce({rows}, 0) FROM {table} WHERE natural_key = ?", [natural_key]))
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
                 removed += count
+            for table in INDEX_TABLES:  # the page's index rows go with it, uncounted
+                connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
             if page is not None:  # one page fewer: the host's template is counted again
                 self._refresh_templates(connection, [], [page[0]])
         self.compact()

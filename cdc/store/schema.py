@@ -40,6 +40,10 @@ Tables (all times UTC):
   with the change row (retention trims texts, not what a change said), erased with the page.
   The words are uncompressed, as the texts are, so an erasure can be checked in the file; the
   text as on the page (what excerpts show) is compressed (zstd): half the table's bytes.
+- `change_tokens`: the index a search reads first: one row per distinct token (`cdc.core.editwords`)
+  of each side of each `change_words` row, with its run and side; each batch's rows appended
+  sorted by token, so DuckDB's zone maps find a token reading about one row group a batch.
+  Kept and erased with its `change_words` row.
 - `watches`: one row per saved search (`cdc.analyst.search.Watch`): its name and query as JSON.
 - `watch_hits`: one row per hit of a watch at a run's end: the run, the change and the side.
 
@@ -113,6 +117,15 @@ SEARCH_TABLES = [
         removed_text VARCHAR USING COMPRESSION zstd,
         added_words VARCHAR USING COMPRESSION uncompressed,
         removed_words VARCHAR USING COMPRESSION uncompressed
+    )""",
+    # The index of `change_words`: a row per distinct token of each side of each change
+    # (`cdc.store.search.index_words`), appended a batch at a time in token order.
+    """CREATE TABLE IF NOT EXISTS change_tokens (
+        token VARCHAR NOT NULL,
+        natural_key VARCHAR NOT NULL,
+        generation BIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        added BOOLEAN NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS watches (
         name VARCHAR NOT NULL,
@@ -226,6 +239,8 @@ INDEXES = [
 TABLES = ("pages", "generations", "content_chunks", "changes")
 STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations",
                  "change_words", "watch_hits")
+# Tables that index the stored rows: erased and copied with them, not counted as rows of a page.
+INDEX_TABLES = ("change_tokens",)
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.

@@ -1,34 +1,24 @@
 """The changes' words and the watches: the SQL behind `cdc.analyst.search`.
 
-Layout: a search is `contains(side_words, ' phrase ')` over one column of `change_words`, a
-scan, then a join of the matches' keys with `changes` and `pages` for the filters (host,
-verdict, run, time, template-only), the text read only for the hits shown. Chosen over
-DuckDB's `fts` extension (BM25 ranking, no phrase or substring query, a download) and over
-a table of a row per word (ingest would write a row and an index entry per word, a phrase
-would be a join per word), for its small cost at ingest and its exact answers in every
-script. What it costs, measured (`benchmarks/search.py`): on the rustbook histories (3,113
-changes, 2.5 MB of words) a search is a few ms; on the 100,000-page synthetic store, whose
-every page changes every crawl (a fifth of them rewritten whole: 283 MB of words for 200,000
-changes), about 220 ms of CPU a side to scan, over the 300 ms target of issue 22 on a loaded
-machine. What would meet it there: a posting table of each run's tokens, sorted by token,
-to find the candidate rows before the scan.
-
-A watch reads only its run's rows (`run` ascends as rows are appended: DuckDB's zone maps
-skip the row groups of other runs), once for all watches (`_record_watch_hits`).
+A search, and every watch of a run's end at once, is one query (`cdc.store.wordindex`): the
+index of the changes' tokens gives the sides that hold the phrase, joined with `changes`
+and `pages` for the filters (host, verdict, run, time, template-only); the text is read
+only for the hits shown. A watch reads only its run's index rows and words (`run` ascends as
+rows are appended: DuckDB's zone maps skip the row groups of other runs).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 
-from cdc.store.lookups import _key_table, _one, _registered
+from cdc.store.lookups import _by_key_pairs, _key_table, _one, _registered
+from cdc.store.wordindex import WordsFilter, index_words, matches_query, unindex_words, wanted_tables
 
 FILL_PAGES_PER_STEP = 1_000  # pages whose words are computed at a time by the upgrade
 
@@ -73,96 +63,16 @@ class WatchHitRow:
     text: str | None  # the side's edits; None where the page's words are gone (re-measured)
 
 
-@dataclass(frozen=True)
-class WordsFilter:
-    """What `search_words` matches: a side's words (from `cdc.core.editwords.search_words`; both
-    sides given: a change must match both), and the change rows' filters."""
-
-    added: str | None = None
-    removed: str | None = None
-    either: str | None = None
-    host: str | None = None
-    run: int | None = None  # the run that measured the change
-    since: datetime | None = None
-    until: datetime | None = None
-    verdicts: tuple[str, ...] = ()
-    include_template: bool = False
-
-
-def _matching(words: WordsFilter) -> tuple[str, list]:
-    """The rows of `change_words` (with a `side`) whose words hold the filter's phrases."""
-    parts, values = [], []
-    wanted = [(side, phrase) for side, phrase in ((ADDED, words.added), (REMOVED, words.removed)) if phrase]
-    wanted += [(side, words.either) for side in SIDES] if words.either else []
-    run = "AND run = ?" if words.run is not None else ""
-    for side, phrase in wanted:
-        parts.append(f"""SELECT natural_key, generation, run, '{side}' AS side
-                         FROM change_words WHERE contains({side}_words, ?) {run}""")
-        values += [phrase] + ([words.run] if words.run is not None else [])
-    query = " UNION ALL ".join(parts)
-    if words.added and words.removed:  # both said: the changes that did both
-        query = f"""SELECT * FROM ({query})
-                    QUALIFY count(DISTINCT side) OVER (PARTITION BY natural_key, generation) = 2"""
-    return query, values
-
-
-def _change_conditions(words: WordsFilter) -> tuple[str, list]:
-    conditions, values = [], []
-    if not words.include_template:
-        conditions.append("c.template_only IS NOT TRUE")
-    if words.host:
-        conditions.append("p.host = ?")
-        values.append(words.host)
-    if words.since:
-        conditions.append("c.fetched_at >= ?")
-        values.append(words.since)
-    if words.until:
-        conditions.append("c.fetched_at < ?")
-        values.append(words.until)
-    if words.verdicts:
-        conditions.append("list_contains(?, c.verdict)")
-        values.append(list(words.verdicts))
-    return ("WHERE " + " AND ".join(conditions)) if conditions else "", values
-
-
-# The matches' keys only: their text is read for the hits shown (a common word matches most
-# rows, and carrying every match's text through the join and the sort took seconds).
-_MATCH_COLUMNS = """m.natural_key, p.url, p.host, m.generation, c.previous_generation, c.fetched_at,
-                    c.verdict, c.template_only, m.run, m.side"""
-
-
-def _matches_query(words: WordsFilter) -> tuple[str, list]:
-    matching, values = _matching(words)
-    where, more = _change_conditions(words)
-    return f"""SELECT {_MATCH_COLUMNS} FROM ({matching}) m
-               JOIN changes c USING (natural_key, generation)
-               JOIN pages p ON p.natural_key = m.natural_key {where}""", values + more
-
-
-class _Joined:
-    """One side's words of a run's changes as they arrive from DuckDB, an Arrow string column:
-    its bytes end to end and their offsets, to find phrases in by row without a Python string
-    a row. A phrase never matches across two rows: each row's words begin and end with a
-    space, so where two rows meet there are two spaces, which no phrase (`search_words`) holds."""
-
-    def __init__(self, column: pa.ChunkedArray):
-        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        width = np.int64 if pa.types.is_large_string(array.type) else np.int32
-        _, offsets, data = array.buffers()
-        # A list, for bisect: numpy's searchsorted of one Python int took 55 µs (a conversion).
-        self.starts = np.frombuffer(offsets, dtype=width)[array.offset:array.offset + len(array) + 1].tolist()
-        self.text = data.to_pybytes() if data is not None else b""
-
-    def rows_holding(self, phrase: str) -> list[int]:
-        """The rows whose words hold `phrase` (from `cdc.core.editwords.search_words`), in order."""
-        wanted, rows = phrase.encode(), []
-        starts, find = self.starts, self.text.find
-        at = find(wanted, starts[0])
-        while at != -1:
-            row = bisect_right(starts, at) - 1
-            rows.append(row)
-            at = find(wanted, starts[row + 1])
-        return rows
+def _matched(connection: duckdb.DuckDBPyConnection, searches: Mapping[str, WordsFilter],
+             run: int | None) -> tuple[str, list, ExitStack]:
+    """The SQL of the searches' hits (`cdc.store.wordindex.matches_query`), its parameters,
+    and the registrations it reads, to be closed after the query."""
+    queries, tokens, distinct = wanted_tables(searches)
+    registered = ExitStack()
+    registered.enter_context(_registered(connection, "search_queries", queries))
+    registered.enter_context(_registered(connection, "search_tokens", tokens))
+    query, values = matches_query(len(distinct), run)
+    return query, [*distinct, *values], registered
 
 
 class Search:
@@ -172,20 +82,28 @@ class Search:
 
     def search_words(self, words: WordsFilter, limit: int | None = None, offset: int = 0) -> list[WordsMatch]:
         """The sides of changes whose words hold the phrases, newest change first."""
-        query, values = _matches_query(words)
-        tail = ""
-        if limit is not None:
-            tail = "LIMIT ? OFFSET ?"
-            values += [limit, offset]
+        tail, values = ("LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
         with self.reading() as connection:
-            rows = connection.execute(f"""
-                SELECT h.* EXCLUDE (total),
-                       CASE h.side WHEN 'added' THEN w.added_text ELSE w.removed_text END, h.total
-                FROM (SELECT *, count(*) OVER () AS total FROM ({query})
-                      ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}) h
-                JOIN change_words w USING (natural_key, generation)
-                ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""", values).fetchall()
-        return [WordsMatch(*row) for row in rows]
+            query, matched, registered = _matched(connection, {"": words}, words.run)
+            with registered:
+                hits = connection.execute(f"""
+                    SELECT * EXCLUDE (query), count(*) OVER () AS total FROM ({query})
+                    ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}""",
+                                          [*matched, *values]).fetchall()
+            texts = self._side_texts(connection, [(hit[0], hit[3]) for hit in hits])
+        return [WordsMatch(*hit[:-1], texts[hit[0], hit[3]][hit[9] == REMOVED], hit[-1]) for hit in hits]
+
+    @staticmethod
+    def _side_texts(connection: duckdb.DuckDBPyConnection,
+                    changes: Sequence[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
+        """The (added, removed) texts of the changes (natural_key, generation), read through
+        the key index: the hits of one page of results, or of every one for a download."""
+        wanted: dict[str, set[int]] = {}
+        for key, generation in changes:
+            wanted.setdefault(key, set()).add(generation)
+        return {(key, generation): (added, removed) for key, generation, added, removed in _by_key_pairs(
+            connection, """SELECT natural_key, generation, added_text, removed_text FROM change_words
+                           WHERE natural_key IN ({keys}) AND generation IN ({generations})""", wanted)}
 
     def replace_words(self, connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
         """The words of the changes in `words` (`change_words` rows) replaced: re-measured by
@@ -198,7 +116,9 @@ class Search:
             connection.execute("""
                 DELETE FROM change_words USING new_words n
                 WHERE change_words.natural_key = n.natural_key AND change_words.generation = n.generation""")
+            unindex_words(connection, "new_words")
             connection.execute("INSERT INTO change_words SELECT * FROM replaced_words")
+            index_words(connection, "replaced_words")
             connection.execute("DROP TABLE replaced_words")
 
     def fill_change_words(self, connection: duckdb.DuckDBPyConnection) -> int:
@@ -245,6 +165,7 @@ class Search:
             if rows:
                 with _registered(connection, "filled_words", words_table(rows)):
                     connection.execute("INSERT INTO change_words SELECT * FROM filled_words")
+                    index_words(connection, "filled_words")
             written += len(rows)
         return written
 
@@ -274,45 +195,19 @@ class Search:
 
     def _record_watch_hits(self, connection: duckdb.DuckDBPyConnection, run: int) -> None:
         """The hits of each watch among the changes run `run` measured, recorded for the run
-        (in the run's end's transaction: a run ends with its hits or not at all)."""
+        (in the run's end's transaction: a run ends with its hits or not at all): one query
+        for every watch, over that run's index rows."""
         from cdc.analyst.search import SearchQuery
 
         connection.execute("DELETE FROM watch_hits WHERE run = ?", [run])
-        saved = [(name, SearchQuery.from_json(query).words_filter()) for name, query in connection.execute(
-            "SELECT name, query FROM watches ORDER BY name").fetchall()]
+        saved = {name: SearchQuery.from_json(query).words_filter() for name, query in connection.execute(
+            "SELECT name, query FROM watches ORDER BY name").fetchall()}
         if not saved:
             return
-        # The run's words read once, as Arrow (each side's bytes end to end), and every
-        # watch's phrases found in them by Python's substring search: one query per watch
-        # scanned the run's rows again for each (0.6 s a watch for a run of 100,000 changes).
-        words = connection.sql("SELECT natural_key, generation, added_words, removed_words "
-                               "FROM change_words WHERE run = $run", params={"run": run}).to_arrow_table()
-        keys, generations = words.column("natural_key").to_pylist(), words.column("generation").to_pylist()
-        sides = {side: _Joined(words.column(f"{side}_words")) for side in SIDES}
-        by_filters: dict[WordsFilter, list[tuple[str, str, int]]] = {}
-        for name, found in saved:
-            matches = [(side, row) for side, phrase in ((ADDED, found.added or found.either),
-                                                        (REMOVED, found.removed or found.either)) if phrase
-                       for row in sides[side].rows_holding(phrase)]
-            if found.added and found.removed:  # a change that did both
-                both = {row for side, row in matches if side == ADDED} & {row for side, row in matches
-                                                                          if side == REMOVED}
-                matches = [(side, row) for side, row in matches if row in both]
-            filters = replace(found, added=None, removed=None, either=None)
-            by_filters.setdefault(filters, []).extend((name, side, row) for side, row in matches)
-        for filters, matches in by_filters.items():
-            where, values = _change_conditions(filters)
-            table = pa.table({"name": [name for name, _, _ in matches],
-                              "natural_key": [keys[row] for _, _, row in matches],
-                              "generation": pa.array([generations[row] for _, _, row in matches], pa.int64()),
-                              "side": [side for _, side, _ in matches]},
-                             schema=pa.schema([("name", pa.string()), ("natural_key", pa.string()),
-                                               ("generation", pa.int64()), ("side", pa.string())]))
-            with _registered(connection, "run_matches", table):
-                connection.execute(f"""
-                    INSERT INTO watch_hits SELECT m.name, ?, m.natural_key, m.generation, m.side
-                    FROM run_matches m JOIN changes c USING (natural_key, generation)
-                    JOIN pages p ON p.natural_key = m.natural_key {where}""", [run, *values])
+        query, values, registered = _matched(connection, saved, run)
+        with registered:
+            connection.execute(f"""INSERT INTO watch_hits
+                                   SELECT query, run, natural_key, generation, side FROM ({query})""", values)
 
     def watch_hits(self, name: str | None = None, run: int | None = None) -> list[WatchHitRow]:
         """Recorded hits, by run, then page and side; of one watch, of one run."""
