@@ -67,12 +67,12 @@ def _matched(connection: duckdb.DuckDBPyConnection, searches: Mapping[str, Words
              run: int | None) -> tuple[str, list, ExitStack]:
     """The SQL of the searches' hits (`cdc.store.wordindex.matches_query`), its parameters,
     and the registrations it reads, to be closed after the query."""
-    queries, tokens, distinct = wanted_tables(searches)
+    tables = wanted_tables(searches)
     registered = ExitStack()
-    registered.enter_context(_registered(connection, "search_queries", queries))
-    registered.enter_context(_registered(connection, "search_tokens", tokens))
-    query, values = matches_query(len(distinct), run)
-    return query, [*distinct, *values], registered
+    for name in ("search_queries", "search_tokens", "search_verdicts"):
+        registered.enter_context(_registered(connection, name, getattr(tables, name)))
+    query, values = matches_query(len(tables.tokens), run)
+    return query, [*tables.tokens, *values], registered
 
 
 class Search:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -31,15 +32,18 @@ import pyarrow as pa
 
 def index_words(connection: duckdb.DuckDBPyConnection, words: str) -> None:
     """Index the `change_words` rows of the table named `words` (a registered batch or a
-    temporary table of that layout; a name this package chooses, never input)."""
+    temporary table of that layout; a name this package chooses, never input). A token's
+    positions are its places in the side's words split at each space, so the line between
+    two edits takes a place too and no phrase runs across it."""
     connection.execute(f"""
         INSERT INTO change_tokens
-        SELECT token, natural_key, generation, run, added FROM (
-            SELECT natural_key, generation, run, unnest(string_split(added_words, ' ')) AS token,
-                   true AS added FROM {words}
+        SELECT token, natural_key, generation, run, added, list(position)::INTEGER[] FROM (
+            SELECT natural_key, generation, run, true AS added, unnest(split) AS token,
+                   generate_subscripts(split, 1) AS position
+            FROM (SELECT *, string_split(added_words, ' ') AS split FROM {words})
             UNION ALL
-            SELECT natural_key, generation, run, unnest(string_split(removed_words, ' ')), false
-            FROM {words})
+            SELECT natural_key, generation, run, false, unnest(split), generate_subscripts(split, 1)
+            FROM (SELECT *, string_split(removed_words, ' ') AS split FROM {words}))
         WHERE token NOT IN ('', chr(10))  -- the words' spaces at each end, the line between edits
         GROUP BY ALL ORDER BY token""")
 
@@ -74,56 +78,68 @@ class WordsFilter:
 
 _QUERY_SCHEMA = pa.schema([("query", pa.string()), ("both", pa.bool_()), ("host", pa.string()),
                           ("since", pa.timestamp("us")), ("until", pa.timestamp("us")),
-                          ("verdicts", pa.list_(pa.string())), ("include_template", pa.bool_())])
-_TOKEN_SCHEMA = pa.schema([("query", pa.string()), ("added", pa.bool_()), ("phrase", pa.string()),
-                          ("token", pa.string()), ("tokens", pa.int64()), ("exact", pa.bool_())])
+                          ("by_verdict", pa.bool_()), ("include_template", pa.bool_())])
+_TOKEN_SCHEMA = pa.schema([("query", pa.string()), ("added", pa.bool_()), ("token", pa.string()),
+                          ("offsets", pa.list_(pa.int32())), ("length", pa.int32())])
+_VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
 
 
-def wanted_tables(searches: Mapping[str, WordsFilter]) -> tuple[pa.Table, pa.Table, list[str]]:
-    """The searches as the matching query's two tables (`search_queries`: a row a search, its
-    filters; `search_tokens`: a row per distinct token of each side's phrase) and the
-    distinct tokens of them all, for the index's scan to be bounded by."""
-    queries, tokens = [], []
+class WantedTables(NamedTuple):
+    """Searches as the matching query reads them, registered under these names."""
+
+    search_queries: pa.Table  # a row a search: its filters
+    search_tokens: pa.Table  # a row per distinct token of each side's phrase, with its offsets in it
+    search_verdicts: pa.Table  # a row per verdict a search keeps (a list column per row cost 3x)
+    tokens: list[str]  # the distinct tokens of them all, which bound the index's scan
+
+
+def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
+    """The searches, by name, as the tables of the matching query (`matches_query`)."""
+    queries, tokens, verdicts = [], [], []
     for name, words in searches.items():
         queries.append((name, bool(words.added and words.removed), words.host, words.since, words.until,
-                        list(words.verdicts), words.include_template))
+                        bool(words.verdicts), words.include_template))
+        verdicts += [(name, verdict) for verdict in words.verdicts]
         for added, phrase in zip((True, False), words.phrases()):
             if not phrase:
                 continue
             found = phrase.split()
-            distinct = list(dict.fromkeys(found))
-            tokens += [(name, added, phrase, token, len(distinct), len(found) == 1) for token in distinct]
-    return (pa.Table.from_pylist([dict(zip(_QUERY_SCHEMA.names, row)) for row in queries], _QUERY_SCHEMA),
-            pa.Table.from_pylist([dict(zip(_TOKEN_SCHEMA.names, row)) for row in tokens], _TOKEN_SCHEMA),
-            sorted({row[3] for row in tokens}))
+            offsets: dict[str, list[int]] = {}
+            for offset, token in enumerate(found):
+                offsets.setdefault(token, []).append(offset)
+            tokens += [(name, added, token, places, len(found)) for token, places in offsets.items()]
+
+    def table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+        return pa.Table.from_pylist([dict(zip(schema.names, row)) for row in rows], schema)
+
+    return WantedTables(table(queries, _QUERY_SCHEMA), table(tokens, _TOKEN_SCHEMA),
+                        table(verdicts, _VERDICT_SCHEMA), sorted({row[2] for row in tokens}))
 
 
 def matches_query(token_count: int, run: int | None) -> tuple[str, list]:
-    """The SQL of every search's hits, with `search_queries` and `search_tokens` registered
-    (`wanted_tables`), and its parameters but for the tokens' (`token_count` of them, bound
+    """The SQL of every search's hits, with the tables of `wanted_tables` registered under
+    their names, and its parameters but for the tokens' (`token_count` of them, bound
     first, then the returned values): one row per side of a change that holds the phrase
     and passes the search's filters, as (query, natural_key, url, host, generation,
     previous_generation, fetched_at, verdict, template_only, run, side). The changes of one
-    run only, given `run`: the index and the words are read for that run's rows alone."""
+    run only, given `run`: the index is read for that run's rows alone."""
     in_run = "AND t.run = ?" if run is not None else ""
-    words_in_run = "AND w.run = ?" if run is not None else ""
-    runs = [run, run] if run is not None else []
     return f"""
-        WITH candidates AS (  -- the sides that hold every token of the phrase
-            SELECT w.query, w.added, t.natural_key, t.generation, t.run,
-                   any_value(w.phrase) AS phrase, any_value(w.exact) AS exact
+        WITH found AS MATERIALIZED (  -- the index rows of the phrases' tokens
+            SELECT w.query, w.added, t.natural_key, t.generation, t.run, t.positions, w.offsets, w.length
             FROM change_tokens t JOIN search_tokens w ON t.token = w.token AND t.added = w.added
             WHERE t.token IN ({", ".join("?" * token_count)}) {in_run}
-            GROUP BY w.query, w.added, t.natural_key, t.generation, t.run
-            HAVING count(*) = any_value(w.tokens)
-        ), matched AS (  -- and of those, the ones whose words hold the phrase as it is
-            SELECT query, added, natural_key, generation, run FROM candidates WHERE exact
-            UNION ALL
-            SELECT m.query, m.added, m.natural_key, m.generation, m.run
-            FROM (SELECT * FROM candidates WHERE NOT exact) m
-            JOIN change_words w
-              ON w.natural_key = m.natural_key AND w.generation = m.generation {words_in_run}
-            WHERE contains(CASE WHEN m.added THEN w.added_words ELSE w.removed_words END, m.phrase)
+        ), matched AS (
+            SELECT query, added, natural_key, generation, run FROM found WHERE length = 1
+            UNION ALL  -- a longer phrase: a place where each of its tokens is at its offset
+            SELECT DISTINCT query, added, natural_key, generation, run FROM (
+                SELECT *, unnest(flatten(list_transform(
+                              offsets, lambda k: list_transform(positions, lambda p: p - k)))) AS start
+                FROM found WHERE length > 1)
+            GROUP BY query, added, natural_key, generation, run, start HAVING count(*) = any_value(length)
+        ), both_sides AS (  -- of the searches of both sides, the changes that did both
+            SELECT m.query, m.natural_key, m.generation FROM matched m JOIN search_queries q USING (query)
+            WHERE q.both GROUP BY ALL HAVING count(DISTINCT m.added) = 2
         )
         SELECT m.query, m.natural_key, p.url, p.host, m.generation, c.previous_generation, c.fetched_at,
                c.verdict, c.template_only, m.run, CASE WHEN m.added THEN 'added' ELSE 'removed' END AS side
@@ -134,7 +150,6 @@ def matches_query(token_count: int, run: int | None) -> tuple[str, list]:
           AND (q.host IS NULL OR p.host = q.host)
           AND (q.since IS NULL OR c.fetched_at >= q.since)
           AND (q.until IS NULL OR c.fetched_at < q.until)
-          AND (len(q.verdicts) = 0 OR list_contains(q.verdicts, c.verdict))
-        QUALIFY NOT q.both  -- both sides asked for: the changes that did both
-             OR count(DISTINCT m.added) OVER (PARTITION BY m.query, m.natural_key, m.generation) = 2
-        """, runs
+          AND (NOT q.by_verdict OR (m.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts))
+          AND (NOT q.both OR (m.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))
+        """, [run] if run is not None else []
