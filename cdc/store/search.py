@@ -17,10 +17,20 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
-from cdc.store.lookups import _by_key_pairs, _key_table, _one, _registered
-from cdc.store.wordindex import WordsFilter, index_words, matches_query, unindex_words, wanted_tables
+from cdc.store.lookups import _by_keys, _key_table, _one, _registered
+from cdc.store.wordindex import (
+    REGISTERED,
+    WordsFilter,
+    index_words,
+    matches_query,
+    unindex_words,
+    wanted_tables,
+)
 
 FILL_PAGES_PER_STEP = 1_000  # pages whose words are computed at a time by the upgrade
+# Hits whose texts are looked up by key (a few ms for 50 on the 100,000-page synthetic store);
+# for more (a download of every hit), one scan of the texts (300 ms there) costs less.
+TEXTS_LOOKED_UP = 5_000
 
 ADDED, REMOVED = "added", "removed"
 SIDES = (ADDED, REMOVED)
@@ -67,12 +77,12 @@ def _matched(connection: duckdb.DuckDBPyConnection, searches: Mapping[str, Words
              run: int | None) -> tuple[str, list, ExitStack]:
     """The SQL of the searches' hits (`cdc.store.wordindex.matches_query`), its parameters,
     and the registrations it reads, to be closed after the query."""
-    tables = wanted_tables(searches)
+    wanted = wanted_tables(searches)
     registered = ExitStack()
-    for name in ("search_queries", "search_tokens", "search_verdicts"):
-        registered.enter_context(_registered(connection, name, getattr(tables, name)))
-    query, values = matches_query(len(tables.tokens), run)
-    return query, [*tables.tokens, *values], registered
+    for name in REGISTERED:
+        registered.enter_context(_registered(connection, name, getattr(wanted, name)))
+    query, values = matches_query(wanted, run)
+    return query, values, registered
 
 
 class Search:
@@ -87,8 +97,11 @@ class Search:
             query, matched, registered = _matched(connection, {"": words}, words.run)
             with registered:
                 hits = connection.execute(f"""
-                    SELECT * EXCLUDE (query), count(*) OVER () AS total FROM ({query})
-                    ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}""",
+                    SELECT h.natural_key, p.url, p.host, h.* EXCLUDE (query, natural_key) FROM (
+                        SELECT *, count(*) OVER () AS total FROM ({query})
+                        ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}) h
+                    JOIN pages p USING (natural_key)
+                    ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""",
                                           [*matched, *values]).fetchall()
             texts = self._side_texts(connection, [(hit[0], hit[3]) for hit in hits])
         return [WordsMatch(*hit[:-1], texts[hit[0], hit[3]][hit[9] == REMOVED], hit[-1]) for hit in hits]
@@ -96,14 +109,22 @@ class Search:
     @staticmethod
     def _side_texts(connection: duckdb.DuckDBPyConnection,
                     changes: Sequence[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
-        """The (added, removed) texts of the changes (natural_key, generation), read through
-        the key index: the hits of one page of results, or of every one for a download."""
-        wanted: dict[str, set[int]] = {}
-        for key, generation in changes:
-            wanted.setdefault(key, set()).add(generation)
-        return {(key, generation): (added, removed) for key, generation, added, removed in _by_key_pairs(
-            connection, """SELECT natural_key, generation, added_text, removed_text FROM change_words
-                           WHERE natural_key IN ({keys}) AND generation IN ({generations})""", wanted)}
+        """The (added, removed) texts of the changes (natural_key, generation): looked up by
+        key for a page of hits (DuckDB uses the key index for `natural_key IN (...)` alone,
+        and scans every text once the generations are asked for too), in one scan for more."""
+        wanted = set(changes)
+        if len(wanted) > TEXTS_LOOKED_UP:
+            with _registered(connection, "hit_changes", pa.table({
+                    "natural_key": pa.array([key for key, _ in wanted], pa.string()),
+                    "generation": pa.array([generation for _, generation in wanted], pa.int64())})):
+                rows = connection.execute("""
+                    SELECT natural_key, generation, added_text, removed_text FROM change_words
+                    SEMI JOIN hit_changes USING (natural_key, generation)""").fetchall()
+        else:
+            rows = _by_keys(connection, """SELECT natural_key, generation, added_text, removed_text
+                                           FROM change_words WHERE natural_key IN ({keys})""",
+                            sorted({key for key, _ in wanted}), lambda row: (row[0], row[1]) in wanted)
+        return {(key, generation): (added, removed) for key, generation, added, removed in rows}
 
     def replace_words(self, connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
         """The words of the changes in `words` (`change_words` rows) replaced: re-measured by
