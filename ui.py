@@ -22,7 +22,7 @@ from cdc.errors import CdcError
 from cdc.present.figures import host_change_distribution
 from cdc.present.highlight import FIRST_CHANGE_IDS, PALETTE
 from cdc.present.launch import StoreChoice, choose_store
-from cdc.store import PageMatch, Store
+from cdc.store import LABELS, PageMatch, Store
 from cdc.store.sitediff import CHANGE_VERDICTS, RunInfo
 
 
@@ -467,6 +467,24 @@ def state_to_query(key: str, name: str, *stale: str) -> None:
         st.query_params[name] = str(value)
     for other in stale:
         st.query_params.pop(other, None)
+
+
+def labels_to_state(key: str) -> None:
+    """Before an "Annotated as" multiselect `key` is drawn: open it at the query string's
+    labels (`?label=noise,unsure`), as `query_to_state` does for one value."""
+    query_to_state(key, "label", lambda value: set(value) <= set(LABELS),
+                   lambda text: [label for label in LABELS if label in text.split(",")], default=[])
+
+
+def labels_to_query(key: str) -> None:
+    """An "Annotated as" multiselect's on_change: its labels to the query string, and the
+    list from its first page."""
+    chosen = st.session_state.get(key) or []
+    if chosen:
+        st.query_params["label"] = ",".join(chosen)
+    else:
+        st.query_params.pop("label", None)
+    st.query_params.pop("page", None)
 
 
 _MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_{}[]<>()#+-.!|~$:"})

@@ -7,10 +7,13 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from cdc.analyst.annotations import annotate
 from cdc.analyst.queries import compare_generations
 from cdc.analyst.search import SearchQuery, add_watch, search, watch_hits, watches
 from cdc.cli.main import EXIT_FAILURE, EXIT_OK, main
@@ -209,6 +212,53 @@ def test_a_fetch_run_prints_its_watch_hits_and_fails_on_them_when_asked(tmp_path
         assert [(hit.run, hit.side) for hit in watch_hits(Store(db), "price")] == [(2, "added")]
     finally:
         server.stop()
+
+
+def test_the_label_filter_keeps_the_changes_annotated_so_on_the_cli_and_the_search_page(
+        tmp_path, capsys, monkeypatch):
+    """`cdc search --label` and the Search page's *Annotated as* keep the changes an analyst
+    marked with one of the labels, as `cdc export --label` does; a watch takes no label."""
+    db = tmp_path / "cdc.duckdb"
+    store = Store(db)
+    urls = [f"https://news.example/{name}" for name in ("judged", "other", "unjudged")]
+    ingest(store, [record for number, url in enumerate(urls) for record in history(  # each its own words
+        url, f"{PARAGRAPH}\n{CLOSING}",
+        f"{PARAGRAPH}\nA price freeze was announced in region {number}.\n{CLOSING}")])
+    annotate(store, urls[0], crawlgen.generation(1), "noise", "a routine notice", "ann")
+    annotate(store, urls[1], crawlgen.generation(1), "significant", None, "ann")
+
+    def found(*labels: str) -> list[str]:
+        return sorted(hit.url for hit in search(store, SearchQuery(added="price freeze", labels=labels)).hits)
+
+    assert found() == sorted(urls)
+    assert found("noise") == [urls[0]]
+    assert found("significant") == [urls[1]]
+    assert found("noise", "significant") == urls[:2]
+    assert found("unsure") == []
+    search_cli = ["--db", str(db), "search", "--added", "price freeze"]
+    assert main([*search_cli, "--label", "Noise", "--json"]) == EXIT_OK
+    assert [hit["url"] for hit in json.loads(capsys.readouterr().out)] == [urls[0]]
+    assert main([*search_cli, "--label", "spam"]) == EXIT_FAILURE
+    err = capsys.readouterr().err
+    assert "unknown label 'spam'" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SearchError, match="give it no --label"):
+        add_watch(store, "judged", SearchQuery(added="price freeze", labels=("noise",)))
+    with pytest.raises(SystemExit):
+        main(["--db", str(db), "watch", "add", "judged", "--added", "price", "--label", "noise"])
+    capsys.readouterr()
+    # The Search page, opened from a link that carries the labels.
+    monkeypatch.setenv("CDC_DB", str(db))
+    monkeypatch.setattr(sys, "argv", ["streamlit"])
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    app.run()
+    app.switch_page("views/search.py")
+    for name, value in {"q": "price freeze", "label": "noise,significant"}.items():
+        app.query_params[name] = value
+    app.run()
+    assert not app.exception, app.exception
+    assert app.multiselect(key="search-labels").value == ["significant", "noise"]
+    [table] = [frame.value for frame in app.dataframe if "words" in frame.value.columns]
+    assert sorted(table["page"]) == urls[:2]
 
 
 # --- real crawls: Python's docs crawled twice by Wget -----------------------------------------

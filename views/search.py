@@ -1,7 +1,7 @@
 """Search: changes by the words they added or removed, as `cdc search` finds them (the same
 `cdc.analyst.search.search`), each hit a link to Compare at that change, the hits as CSV.
 
-The search is in the query string (`?q=&side=&host=&verdict=&template=&page=`), so a link
+The search is in the query string (`?q=&side=&host=&template=&label=&page=`), so a link
 reopens it. Page text is shown in table cells only, which Streamlit renders as text.
 """
 
@@ -14,6 +14,7 @@ from cdc.analyst.search import SearchQuery, hits_csv, search
 from cdc.core.compare import VERDICTS
 from cdc.errors import CdcError
 from cdc.ingest.versions import NEW
+from cdc.store import LABELS
 
 PAGE_SIZE = 50
 EITHER, ADDED, REMOVED = "either", "added", "removed"
@@ -43,11 +44,17 @@ host = middle.selectbox("Host", hosts, key="search-host", format_func=lambda val
                         **to_query("search-host", "host"))
 verdicts = right.multiselect("Verdicts", [*list(VERDICTS[1:]), NEW], key="search-verdicts",
                              help="None selected: every verdict")
+left, right = st.columns([1, 2])
 ui.query_to_state("search-template", "template", lambda value: True, "True".__eq__, default=False)
-include_template = st.toggle("Template-only changes too", key="search-template",
-                             help="A change whose every changed block is the host's template is left out "
-                                  "by default: a site-wide banner would be a hit on every page.",
-                             **to_query("search-template", "template"))
+include_template = left.toggle("Template-only changes too", key="search-template",
+                               help="A change whose every changed block is the host's template is left out "
+                                    "by default: a site-wide banner would be a hit on every page.",
+                               **to_query("search-template", "template"))
+ui.labels_to_state("search-labels")
+labels = right.multiselect("Annotated as", LABELS, key="search-labels",
+                           placeholder="any change, judged or not",
+                           on_change=ui.labels_to_query, args=("search-labels",),
+                           help="Only the changes an analyst marked so (Compare's *Judge this change*)")
 
 if not phrase.strip():
     st.info("Type words to search for.", icon=":material/search:")
@@ -55,7 +62,7 @@ if not phrase.strip():
 try:
     query = SearchQuery(added=phrase if side == ADDED else None, removed=phrase if side == REMOVED else None,
                         text=phrase if side == EITHER else None, host=host or None, verdicts=tuple(verdicts),
-                        include_template=include_template)
+                        include_template=include_template, labels=tuple(labels))
 except CdcError as exc:
     st.warning(str(exc), icon=":material/warning:")
     st.stop()

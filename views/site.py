@@ -113,18 +113,8 @@ ui.query_to_state("site-page", "page", lambda value: value >= 1, int, default=1)
 wanted_group = st.query_params.get("group") or None
 # The label filter (`?label=noise,unsure`) is drawn with the list below, read here: the diff's
 # list is made with it.
-ui.query_to_state("site-labels", "label", lambda value: set(value) <= set(LABELS),
-                  lambda text: [label for label in LABELS if label in text.split(",")], default=[])
+ui.labels_to_state("site-labels")
 labels = st.session_state["site-labels"]
-
-
-def labels_to_query() -> None:
-    chosen = st.session_state.get("site-labels") or []
-    if chosen:
-        st.query_params["label"] = ",".join(chosen)
-    else:
-        st.query_params.pop("label", None)
-    st.query_params.pop("page", None)
 
 
 def diff_at(page: int, group: str | None):
@@ -210,7 +200,8 @@ show, judged = st.columns([3, 2])
 show.selectbox("Show", options, key="site-group", format_func=group_label, on_change=ui.state_to_query,
                args=("site-group", "group", "page"))
 judged.multiselect("Annotated as", LABELS, key="site-labels", placeholder="any change, judged or not",
-                   on_change=labels_to_query, help="Only the pages whose change an analyst marked so")
+                   on_change=ui.labels_to_query, args=("site-labels",),
+                   help="Only the pages whose change an analyst marked so")
 total = diff.changed if diff.listed is None else diff.listed
 left, right = st.columns([1, 4])
 page = left.number_input("Page", 1, pages, key="site-page", on_change=ui.state_to_query,

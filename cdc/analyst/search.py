@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 
+from cdc.analyst.annotations import checked_label
 from cdc.core.editwords import MAX_SEARCH_CHARS, excerpt_of, search_words
 from cdc.errors import SearchError
 from cdc.present.export import csv_cell
@@ -39,6 +40,7 @@ class SearchQuery:
     until: datetime | None = None
     verdicts: tuple[str, ...] = ()
     include_template: bool = False
+    labels: tuple[str, ...] = ()  # changes an analyst annotated so only (`cdc annotate`)
 
     def __post_init__(self) -> None:
         given = {name: value for name, value in (("added", self.added), ("removed", self.removed),
@@ -54,6 +56,7 @@ class SearchQuery:
             if not search_words(value):
                 raise SearchError(f"the --{name} text is empty: give a word or a phrase to search for")
         object.__setattr__(self, "verdicts", tuple(self.verdicts))
+        object.__setattr__(self, "labels", tuple(checked_label(label) for label in self.labels))
 
     def words_filter(self) -> WordsFilter:
         return WordsFilter(
@@ -61,7 +64,7 @@ class SearchQuery:
             removed=search_words(self.removed) if self.removed is not None else None,
             either=search_words(self.text) if self.text is not None else None,
             host=self.host, run=self.run, since=self.since, until=self.until, verdicts=self.verdicts,
-            include_template=self.include_template)
+            include_template=self.include_template, labels=self.labels)
 
     def describe(self) -> str:
         """The query as `cdc search` options, for lists (`cdc watch list`)."""
@@ -72,6 +75,7 @@ class SearchQuery:
         parts += [f"--until {self.until:%Y-%m-%dT%H:%M:%S}"] if self.until else []
         parts += [f"--verdict {verdict}" for verdict in self.verdicts]
         parts += ["--include-template"] if self.include_template else []
+        parts += [f"--label {label}" for label in self.labels]
         return " ".join(parts)
 
     def to_json(self) -> str:
@@ -88,6 +92,7 @@ class SearchQuery:
             if moment in data:
                 data[moment] = datetime.fromisoformat(data[moment])
         data["verdicts"] = tuple(data.get("verdicts", ()))
+        data["labels"] = tuple(data.get("labels", ()))
         known = {field.name for field in fields(cls)}
         return cls(**{name: value for name, value in data.items() if name in known})
 
@@ -181,10 +186,14 @@ def _checked_name(name: str) -> str:
 
 def add_watch(store: Store, name: str, query: SearchQuery) -> Watch:
     """Save `query` as watch `name`; refused when the name is taken or the query has --run
-    (a watch is evaluated at every run's end, against that run's changes)."""
+    or --label (a watch is evaluated at every run's end, against that run's changes, which no
+    analyst has judged yet)."""
     name = _checked_name(name)
     if query.run is not None:
         raise SearchError("a watch is evaluated against each run's changes: give it no --run")
+    if query.labels:  # a run's new changes are judged after it, if ever
+        raise SearchError("a watch is evaluated as a run ends, before any change of it is annotated: "
+                          "give it no --label")
     created = datetime.now(UTC).replace(tzinfo=None)
     if not store.add_watch(name, query.to_json(), created):
         raise SearchError(f"a watch named {name!r} exists; remove it first (`cdc watch remove {name}`) "

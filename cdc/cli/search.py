@@ -23,11 +23,12 @@ from cdc.analyst.search import (
     watch_hits,
     watches,
 )
+from cdc.cli.annotate import labels_given
 from cdc.cli.common import EXIT_OK, EXIT_WATCH_HIT, time_option
 from cdc.core.compare import VERDICTS
 from cdc.errors import CdcError, SearchError
 from cdc.ingest.versions import NEW
-from cdc.store import Store
+from cdc.store import LABELS, Store
 
 
 def _add_query_options(parser: argparse.ArgumentParser, *, with_run: bool) -> None:
@@ -36,9 +37,12 @@ def _add_query_options(parser: argparse.ArgumentParser, *, with_run: bool) -> No
     parser.add_argument("--removed", metavar="TEXT", help="words the change removed")
     parser.add_argument("--text", metavar="TEXT", help="words the change added or removed")
     parser.add_argument("--host", help="one host's pages only")
-    if with_run:
+    if with_run:  # `cdc search` only: a watch reads each run's changes, judged by no analyst yet
         parser.add_argument("--run", dest="run_ref", metavar="RUN",
                             help="only changes measured in this run (an id or a label; `cdc runs`)")
+        parser.add_argument("--label", action="append", metavar="LABEL",
+                            help=f"only changes annotated so ({', '.join(LABELS)}; `cdc annotate`); "
+                                 "repeatable")
     parser.add_argument("--since", type=time_option, help="changes fetched at or after (ISO 8601, UTC)")
     parser.add_argument("--until", type=time_option, help="changes fetched before (ISO 8601, UTC)")
     parser.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
@@ -49,7 +53,8 @@ def _add_query_options(parser: argparse.ArgumentParser, *, with_run: bool) -> No
 def _query(args: argparse.Namespace, run: int | None = None) -> SearchQuery:
     return SearchQuery(added=args.added, removed=args.removed, text=args.text, host=args.host, run=run,
                        since=args.since, until=args.until, verdicts=tuple(args.verdict or ()),
-                       include_template=args.include_template)
+                       include_template=args.include_template,
+                       labels=labels_given(getattr(args, "label", None)))
 
 
 def add_commands(commands: argparse._SubParsersAction,

@@ -69,6 +69,15 @@ def annotations_of(where: str = "") -> str:
         QUALIFY row_number() OVER (PARTITION BY natural_key, generation ORDER BY annotated_at DESC) = 1)"""
 
 
+def annotated_as(changes: str) -> str:
+    """The condition that a change of the table aliased `changes` (its natural_key and
+    generation) is annotated with one of a list of labels, bound as its one parameter: the
+    label filter of `cdc export`, the Site view and `cdc search`."""
+    return f"""EXISTS (SELECT 1 FROM {annotations_of()} a
+                       WHERE a.natural_key = {changes}.natural_key AND a.generation = {changes}.generation
+                         AND list_contains(?, a.label))"""
+
+
 @dataclass(frozen=True)
 class AnnotatedChange:
     """An annotation with the change it judges, as `cdc annotations` lists it."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from cdc.core.timebins import BINS
-from cdc.store.annotations import annotations_of
+from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.layout import _chunks_of, digest_list
 from cdc.store.lookups import _by_keys, _one
 from cdc.store.schema import TABLES
@@ -264,9 +264,7 @@ class Reads:
         """A WHERE clause on `changes c` of this module's fixed conditions, and the values to bind."""
         conditions, values = [], []
         if labels:  # changes annotated with one of `labels`
-            conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
-                                 WHERE a.natural_key = c.natural_key AND a.generation = c.generation
-                                   AND list_contains(?, a.label))""")
+            conditions.append(annotated_as("c"))
             values.append(list(labels))
         if run is not None:  # generations the run saw first
             conditions.append("""EXISTS (SELECT 1 FROM generations g WHERE g.natural_key = c.natural_key

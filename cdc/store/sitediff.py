@@ -24,7 +24,7 @@ import xxhash
 
 from cdc.core.compare import UNCHANGED
 from cdc.errors import RunError, RunNotFoundError
-from cdc.store.annotations import annotations_of
+from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.lookups import _one
 from cdc.store.reads import shown_verdict_of
 from cdc.store.runs import RUN_COUNTS
@@ -344,9 +344,7 @@ class SiteDiffs:
                                      AND natural_key IN (SELECT natural_key FROM pages WHERE host = ?)""")
                 values += [list(chosen.edits), chosen.host] if chosen else [[], None]  # None: no rows
             if labels:
-                conditions.append(f"""EXISTS (SELECT 1 FROM {annotations_of()} a
-                    WHERE a.natural_key = site_changes.natural_key AND a.generation = site_changes.generation
-                      AND list_contains(?, a.label))""")
+                conditions.append(annotated_as("site_changes"))
                 values.append(list(labels))
             where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
             listed = _one(connection.execute(f"SELECT count(*) FROM site_changes {where}", values))[0] \

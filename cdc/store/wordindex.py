@@ -29,6 +29,8 @@ from typing import NamedTuple
 import duckdb
 import pyarrow as pa
 
+from cdc.store.annotations import annotated_as
+
 
 def index_words(connection: duckdb.DuckDBPyConnection, words: str) -> None:
     """Index the `change_words` rows of the table named `words` (a registered batch or a
@@ -70,6 +72,7 @@ class WordsFilter:
     until: datetime | None = None
     verdicts: tuple[str, ...] = ()
     include_template: bool = False
+    labels: tuple[str, ...] = ()  # changes an analyst annotated with one of these only
 
     def phrases(self) -> tuple[str | None, str | None]:
         """The phrase each side must hold (added, removed), None where that side is not searched."""
@@ -98,6 +101,7 @@ class WantedTables(NamedTuple):
     by_host: bool  # a search keeps one host's pages: `pages` is joined
     by_verdict: bool  # a search keeps some verdicts
     both: bool  # a search asks for a phrase on each side
+    labels: tuple[str, ...]  # the annotations' labels every search keeps (none: any change)
 
 
 def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
@@ -125,13 +129,16 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
     def table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
         return pa.Table.from_pylist([dict(zip(schema.names, row)) for row in rows], schema)
 
+    labels = {words.labels for words in searches.values()}
+    if len(labels) > 1:  # a search's own (`cdc search`); a watch has none
+        raise ValueError("searches of other labels are matched apart")
     token_rows = [row for rows in tokens.values() for row in rows]
     return WantedTables(table(phrases, _PHRASE_SCHEMA), table(token_rows, _TOKEN_SCHEMA),
                         table(verdicts, _VERDICT_SCHEMA),
                         sorted({token for _, _, token, _, length, _ in token_rows if length == 1}),
                         sorted({token for _, _, token, _, length, _ in token_rows if length > 1}),
                         by_host=any(words.host for words in searches.values()), by_verdict=bool(verdicts),
-                        both=any(row[3] for row in phrases))
+                        both=any(row[3] for row in phrases), labels=next(iter(labels), ()))
 
 
 def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
@@ -141,7 +148,7 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     verdict, template_only, run, side). Given `run`, the changes of that run only: the index
     is read for that run's rows alone. Each join a hit goes through costs (for 20 watches of
     a 100,000-page run, 600,000 hits): `pages` is joined only when a search keeps one host's
-    pages, and the verdicts and the changes that did both only when a search asks."""
+    pages, and the verdicts, the labels and the changes that did both only when a search asks."""
     # A scan per token: DuckDB reads a token's row groups only (zone maps) where the scan's
     # filter is `token = ?`; a list of tokens became a join over every row of the run. The
     # tokens of one-token phrases are read without their places.
@@ -164,6 +171,7 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
            "OR m.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
         *(["(NOT m.each_side OR (m.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
           if wanted.both else []),
+        *([annotated_as("c")] if wanted.labels else []),
     ]
     return f"""
         WITH single AS (  -- the index rows of the phrases of one token: the sides that hold them
@@ -195,5 +203,5 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
         FROM matched m JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
         {"JOIN pages p ON p.natural_key = m.natural_key" if wanted.by_host else ""}
         WHERE {" AND ".join(conditions)}
-        """, [value for token in (*wanted.single, *wanted.longer) for value in (token, run)
-              if value is not None]
+        """, [*(value for token in (*wanted.single, *wanted.longer) for value in (token, run)
+                if value is not None), *([list(wanted.labels)] if wanted.labels else [])]
