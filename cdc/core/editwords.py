@@ -15,8 +15,9 @@ neither: the words are still on the page. For each side the store keeps two colu
 A search phrase is cut the same way (`search_words`), so a search is a substring test of
 ` phrase ` in the words: whole words in a spaced script ("climate" finds "climate," but not
 "climates"), characters in an unspaced one (`价格` finds 价格 inside a sentence, `2,980円`
-finds 価格2,980円), case-insensitive, never across two edits. That substring test is what
-DuckDB's `contains` answers by scanning one column (see `cdc.store.search` for why a scan).
+finds 価格2,980円), case-insensitive, never across two edits. The store answers that test
+from an index of each side's tokens and their places in the words (`cdc.store.wordindex`):
+the phrase's tokens at consecutive places, which is the same answer without reading the words.
 """
 
 from __future__ import annotations
