@@ -126,6 +126,8 @@ def locate(text: str, words: str) -> Located | None:
     if not wanted:
         return None
     for line in text.split("\n"):
+        if wanted[0] not in line.lower():  # no token of the line is the first: not cut into tokens
+            continue
         found = [(match.group().lower(), match.start(), match.end()) for match in TOKEN.finditer(line)]
         for at in range(len(found) - len(wanted) + 1):
             if all(found[at + k][0] == token for k, token in enumerate(wanted)):
