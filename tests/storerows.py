@@ -75,6 +75,11 @@ def consistency_problems(path: Path) -> dict[str, int]:
         "words of a change not measured with exact edits": """
             SELECT count(*) FROM change_words w JOIN changes c USING (natural_key, generation)
             WHERE c.measure IS DISTINCT FROM 'edits'""",
+        "index rows of no change's words": """
+            SELECT count(*) FROM change_tokens t ANTI JOIN change_words w USING (natural_key, generation)""",
+        "words of a change not in the index": """
+            SELECT count(*) FROM change_words w ANTI JOIN change_tokens t USING (natural_key, generation)
+            WHERE trim(w.added_words || w.removed_words) <> ''""",
     }
     with Store(path).reading() as connection:
         return {name: connection.execute(query).fetchone()[0] for name, query in checks.items()}
