@@ -69,6 +69,7 @@ import cdc
 from cdc.core.captures import capture_id
 from cdc.core.editwords import words_row
 from cdc.core.urls import surt_key
+from cdc.core.verdicts import NEW
 from cdc.ingest.ingester import BATCH_RECORDS
 from cdc.ingest.tables import (
     _CHANGES_SCHEMA,
@@ -79,7 +80,6 @@ from cdc.ingest.tables import (
     _SEEN_SCHEMA,
     words_table,
 )
-from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store.runs import RUN_COUNTS
 

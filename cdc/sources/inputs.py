@@ -31,9 +31,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
+from cdc.core.excerpts import one_line
 from cdc.errors import InputError
 from cdc.sources.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT
-from cdc.sources.jsonl import GZIP_MAGIC, BadRecord, RawLine, display_name, one_line, open_file, raw_lines
+from cdc.sources.jsonl import GZIP_MAGIC, BadRecord, RawLine, display_name, open_file, raw_lines
 from cdc.sources.warc import RawPage, Revisit, WarcSummary, iter_warc
 
 __all__ = ["ARC", "JSONL", "WARC", "WET", "CrawlInput", "CrawlRecords", "InputKind", "Sniffed",
