@@ -130,7 +130,7 @@ class _DemoBuild:
                 self.thread.start()
 
     def _run(self, path: Path) -> None:
-        from cdc.demo.crawl import build_demo
+        from cdc.demo.build import build_demo
 
         try:
             build_demo(path, progress=self._progress)

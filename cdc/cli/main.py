@@ -252,7 +252,7 @@ def _prune_command(args: argparse.Namespace) -> int:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
-    from cdc.demo import crawl as demo
+    from cdc.demo import build as demo
 
     path = args.db or str(DEMO_DB)
     started = time.monotonic()
