@@ -29,7 +29,7 @@ from tests.test_site_view import app_on, pages_table, rerun
 
 pytestmark = pytest.mark.slow
 
-PAGES, SEED = 80, 0  # as tests/test_sitecrawl.py and the pins crawl the docs
+PAGES = sitecrawl.SUITE_PAGES  # conftest.py's `docs_crawls`, as tests/test_sitecrawl.py reads them
 JOINED_PAGES = 4  # pages whose two paragraphs the third crawl joins into one
 
 
@@ -74,12 +74,10 @@ def _crawl_joined(crawls: sitecrawl.TwoCrawls, workdir: Path) -> tuple[Path, lis
 
 
 @pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> Docs:
-    reason = sitecrawl.available()
-    if reason:
-        pytest.skip(reason)
-    directory = tmp_path_factory.mktemp("template-docs")
-    crawls = sitecrawl.cached_two_crawls(directory / "crawls", pages=PAGES, seed=SEED)
+def docs(docs_crawls, tmp_path_factory) -> Docs:
+    """The two docs crawls (conftest.py's) and a third that joins paragraphs, each ingested as a
+    run of its own."""
+    directory, crawls = tmp_path_factory.mktemp("template-docs"), docs_crawls
     crawl3, joined = _crawl_joined(crawls, directory)
     db = str(directory / "docs.duckdb")
     runs = (("docs-before", crawls.crawl1), ("docs-after", crawls.crawl2), ("docs-joined", crawl3))
