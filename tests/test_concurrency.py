@@ -33,7 +33,9 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 BATCH = 50  # records per batch in the writer children: many small transactions
 SEEN_WITHIN = 5.0  # seconds: a polling reader sees a batch at most this long after its commit
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs the module, so that `crash_crawl` (4,000 records and a clean run of
+# them) is built once (docs/testing.md).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("concurrency")]
 
 # A writer: ingests files into a store in batches, printing a line after each committed batch.
 WRITER = r"""

@@ -36,7 +36,9 @@ WORKERS_GONE_WITHIN = 6.0
 PAGES = {"warc": 1_500, "jsonl": 4_000}
 START = datetime(2025, 3, 1, tzinfo=UTC)
 
-pytestmark = pytest.mark.slow
+# The module shares the xdist worker of the Dask tests (docs/testing.md): its cluster tests
+# take the Dask dashboard's port 8787, and its inputs (`crawl`) are built there once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask-dashboard")]
 
 
 # --- inputs -----------------------------------------------------------------------------------
@@ -178,7 +180,6 @@ def test_killing_the_parent_ends_its_workers_and_a_rerun_ends_as_one_clean_run(
     assert_same_rows(store, clean, runs=False)  # the rerun first saw what the killed run had not
 
 
-@pytest.mark.xdist_group("dask-dashboard")  # its dashboard takes port 8787 (docs/testing.md)
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_killing_a_cluster_ingest_ends_its_local_cluster(tmp_path, crawl, signum):
     files, clean = crawl

@@ -54,13 +54,21 @@ def peak_mb(store: Path, source: Path, processes: int) -> float:
     return int(done.stdout.split()[-1]) * 1024 / 1e6
 
 
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> tuple[Path, int, int]:
+    """The small and the large input, written once for both process counts (the tests share
+    an xdist worker for it): their folder and their sizes."""
+    folder = tmp_path_factory.mktemp("memory")
+    return folder, write_input(folder / "small.jsonl", 600), write_input(folder / "large.jsonl", 6_000)
+
+
 @pytest.mark.slow
+@pytest.mark.xdist_group("memory")
 @pytest.mark.parametrize("processes", [1, 2])
-def test_peak_memory_of_an_ingest_does_not_grow_with_its_input(tmp_path, processes):
-    small = write_input(tmp_path / "small.jsonl", 600)
-    large = write_input(tmp_path / "large.jsonl", 6_000)
+def test_peak_memory_of_an_ingest_does_not_grow_with_its_input(tmp_path, inputs, processes):
+    folder, small, large = inputs
     assert large > 70e6
-    small_peak = peak_mb(tmp_path / "small.duckdb", tmp_path / "small.jsonl", processes)
-    large_peak = peak_mb(tmp_path / "large.duckdb", tmp_path / "large.jsonl", processes)
+    small_peak = peak_mb(tmp_path / "small.duckdb", folder / "small.jsonl", processes)
+    large_peak = peak_mb(tmp_path / "large.duckdb", folder / "large.jsonl", processes)
     # The larger input is 65 MB more of JSONL: held whole it would add at least that.
     assert large_peak - small_peak < (large - small) / 1e6 / 3, (small_peak, large_peak)

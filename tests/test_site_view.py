@@ -26,6 +26,9 @@ from tests import crawlgen, sitecrawl
 from tests.sitecrawl import BANNER
 
 ROOT = Path(__file__).resolve().parents[1]
+# One xdist worker runs the module, so that its store of the docs crawls (`docs`) and the demo
+# store are built once (docs/testing.md).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-view")]
 TITLE = "What changed on the site"
 PAGE_SIZE = 50  # views/site.py
 

@@ -23,7 +23,7 @@ from cdc.store import Store
 from tests import sitecrawl, sitemeasure
 from tests.sitecrawl import BANNER, EDIT_KINDS, NONE, START_PAGE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sitecrawl")]  # `stores` built once
 
 PAGES = sitecrawl.SUITE_PAGES
 

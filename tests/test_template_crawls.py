@@ -27,7 +27,9 @@ from tests import sitecrawl
 from tests.sitecrawl import MOVE, NONE
 from tests.test_site_view import app_on, pages_table, rerun
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs the module: its third crawl serves the site again at the port of the
+# run's docs crawls (conftest.py's `docs_crawls`), which one server at a time can hold.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("template-crawls")]
 
 PAGES = sitecrawl.SUITE_PAGES  # conftest.py's `docs_crawls`, as tests/test_sitecrawl.py reads them
 JOINED_PAGES = 4  # pages whose two paragraphs the third crawl joins into one
