@@ -47,7 +47,7 @@ from cdc.errors import CdcError, PageNotFoundError
 from cdc.present.export import write_changes_csv
 from cdc.present.launch import DEFAULT_DB, DEMO_DB
 from cdc.runtime.lifeline import Terminated, stop_on_sigterm, stopped_by
-from cdc.sources.jsonl import READ_SIZE
+from cdc.sources.jsonl import READ_SIZE, open_file
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE
 
 
@@ -59,16 +59,8 @@ def _params(args: argparse.Namespace) -> ChunkParams:
 
 
 def _open_input(name: str) -> BinaryIO:
-    if name == "-":
-        return sys.stdin.buffer
-    try:
-        return open(name, "rb")
-    except FileNotFoundError as exc:
-        raise CdcError(f"{name}: no such file") from exc
-    except IsADirectoryError as exc:
-        raise CdcError(f"{name}: is a directory; give a file") from exc
-    except PermissionError as exc:
-        raise CdcError(f"{name}: permission denied") from exc
+    """The file `name` ("-": stdin) as it is, or a one-line InputError (the sources' opener)."""
+    return sys.stdin.buffer if name == "-" else open_file(name)
 
 
 def _read_all(name: str) -> bytes:
