@@ -69,18 +69,20 @@ import cdc
 from cdc.core.captures import capture_id
 from cdc.core.editwords import words_row
 from cdc.core.urls import surt_key
-from cdc.ingest.ingester import (
-    _CHANGES_SCHEMA,
-    _CHUNKS_SCHEMA,
-    _FETCHES_SCHEMA,
-    _GENERATIONS_SCHEMA,
-    _PAGES_SCHEMA,
-    _SEEN_SCHEMA,
-    BATCH_RECORDS,
-)
-from cdc.ingest.tables import words_table
+from cdc.ingest.ingester import BATCH_RECORDS
 from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
+from cdc.store.rows import (
+    ChangesRow,
+    ChangeWordsRow,
+    ChunkListsRow,
+    FetchesRow,
+    GenerationsRow,
+    PageRunsRow,
+    PagesRow,
+    arrow_schema,
+    arrow_table,
+)
 from cdc.store.runs import RUN_COUNTS
 
 BUILDER_VERSION = 4  # bump when the generated data changes, so cached stores are rebuilt
@@ -252,9 +254,10 @@ WORDS = "words"  # not a `changes` column: the added and removed text of the cha
 
 # --- tables ----------------------------------------------------------------------------------
 
-# The tables as ingest writes them, its own Arrow schemas: the builder leaves ingest's layout.
-_GENERATIONS, _CHUNKS, _CHANGES = _GENERATIONS_SCHEMA, _CHUNKS_SCHEMA, _CHANGES_SCHEMA
-_FETCHES, _PAGE_RUNS, _PAGES = _FETCHES_SCHEMA, _SEEN_SCHEMA, _PAGES_SCHEMA
+# The tables as ingest writes them, the schemas of its rows (`cdc.store.rows`): the builder
+# leaves ingest's layout.
+_GENERATIONS, _CHUNKS, _CHANGES = map(arrow_schema, (GenerationsRow, ChunkListsRow, ChangesRow))
+_FETCHES, _PAGE_RUNS, _PAGES = map(arrow_schema, (FetchesRow, PageRunsRow, PagesRow))
 _RUNS = pa.schema([
     ("run", pa.int32()), ("label", pa.string()), ("started_at", pa.timestamp("us")),
     ("ended_at", pa.timestamp("us")), ("inputs", pa.list_(pa.string())),
@@ -346,7 +349,7 @@ def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str],
     tables = {"generations": (g, _GENERATIONS), "chunk_lists": (c, _CHUNKS), "changes": (ch, _CHANGES),
               "fetches": (f, _FETCHES), "page_runs": (seen, _PAGE_RUNS)}
     result = {name: pa.table(columns, schema=schema) for name, (columns, schema) in tables.items()}
-    return {**result, "change_words": words_table(words)}, text_bytes
+    return {**result, "change_words": arrow_table(ChangeWordsRow, words)}, text_bytes
 
 
 def run_row(crawl: Crawl, pages: int) -> dict[str, list]:

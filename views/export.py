@@ -17,7 +17,7 @@ PREVIEW_ROWS = 200
 store = ui.current_store()
 st.title("Export change summaries")
 
-hosts = ["(all hosts)"] + [host for host, _ in store.hosts()]
+hosts = ["(all hosts)"] + [row.host for row in store.hosts()]
 left, right = st.columns(2)
 host = left.selectbox("Host", hosts, key="export-host")
 verdicts = right.multiselect("Verdicts", [*VERDICTS[1:], NEW], key="export-verdicts",
