@@ -72,17 +72,7 @@ from cdc.core.urls import surt_key
 from cdc.ingest.ingester import BATCH_RECORDS
 from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
-from cdc.store.rows import (
-    ChangesRow,
-    ChangeWordsRow,
-    ChunkListsRow,
-    FetchesRow,
-    GenerationsRow,
-    PageRunsRow,
-    PagesRow,
-    arrow_schema,
-    arrow_table,
-)
+from cdc.store import rows as stored_rows
 from cdc.store.runs import RUN_COUNTS
 
 BUILDER_VERSION = 4  # bump when the generated data changes, so cached stores are rebuilt
@@ -256,8 +246,9 @@ WORDS = "words"  # not a `changes` column: the added and removed text of the cha
 
 # The tables as ingest writes them, the schemas of its rows (`cdc.store.rows`): the builder
 # leaves ingest's layout.
-_GENERATIONS, _CHUNKS, _CHANGES = map(arrow_schema, (GenerationsRow, ChunkListsRow, ChangesRow))
-_FETCHES, _PAGE_RUNS, _PAGES = map(arrow_schema, (FetchesRow, PageRunsRow, PagesRow))
+_GENERATIONS, _CHUNKS, _CHANGES, _FETCHES, _PAGE_RUNS, _PAGES = map(stored_rows.arrow_schema, (
+    stored_rows.GenerationsRow, stored_rows.ChunkListsRow, stored_rows.ChangesRow, stored_rows.FetchesRow,
+    stored_rows.PageRunsRow, stored_rows.PagesRow))
 _RUNS = pa.schema([
     ("run", pa.int32()), ("label", pa.string()), ("started_at", pa.timestamp("us")),
     ("ended_at", pa.timestamp("us")), ("inputs", pa.list_(pa.string())),
@@ -349,7 +340,7 @@ def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str],
     tables = {"generations": (g, _GENERATIONS), "chunk_lists": (c, _CHUNKS), "changes": (ch, _CHANGES),
               "fetches": (f, _FETCHES), "page_runs": (seen, _PAGE_RUNS)}
     result = {name: pa.table(columns, schema=schema) for name, (columns, schema) in tables.items()}
-    return {**result, "change_words": arrow_table(ChangeWordsRow, words)}, text_bytes
+    return {**result, "change_words": stored_rows.arrow_table(stored_rows.ChangeWordsRow, words)}, text_bytes
 
 
 def run_row(crawl: Crawl, pages: int) -> dict[str, list]:

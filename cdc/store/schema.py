@@ -57,19 +57,9 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreError
+from cdc.store import rows as stored_rows
 from cdc.store.annotations import ANNOTATIONS_TABLE
 from cdc.store.layout import _chunks_of
-from cdc.store.rows import (
-    ChangesRow,
-    ChangeWordsRow,
-    ChunkListsRow,
-    FetchesRow,
-    GenerationsRow,
-    PageRunsRow,
-    PagesRow,
-    TemplateFlags,
-    create_table,
-)
 from cdc.store.writer import RetentionPolicy
 
 # 1: a row per chunk in the table `content_chunks` (round 1 and the first block-aligned
@@ -102,7 +92,7 @@ WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacu
                  "checkpoint_threshold": "0B"}
 
 
-CHUNK_LISTS_TABLE = create_table("chunk_lists", ChunkListsRow)
+CHUNK_LISTS_TABLE = stored_rows.create_table("chunk_lists", stored_rows.ChunkListsRow)
 
 # The seed's `content_chunks`, a row per chunk, from the list rows.
 CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
@@ -111,7 +101,7 @@ CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
 # Search (`cdc.analyst.search`): the words each change added and removed, and the saved searches
 # with their hits per run.
 SEARCH_TABLES = [
-    create_table("change_words", ChangeWordsRow),
+    stored_rows.create_table("change_words", stored_rows.ChangeWordsRow),
     """CREATE TABLE IF NOT EXISTS watches (
         name VARCHAR NOT NULL,
         query VARCHAR NOT NULL,
@@ -130,16 +120,16 @@ SEARCH_TABLES = [
 # their columns, types and order are the fields', so the Arrow tables appended match them.
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
-    create_table("pages", PagesRow),
-    create_table("generations", GenerationsRow),
+    stored_rows.create_table("pages", stored_rows.PagesRow),
+    stored_rows.create_table("generations", stored_rows.GenerationsRow),
     CHUNK_LISTS_TABLE,
     CONTENT_CHUNKS_VIEW,
-    create_table("changes", ChangesRow, TemplateFlags),
+    stored_rows.create_table("changes", stored_rows.ChangesRow, stored_rows.TemplateFlags),
     """CREATE TABLE IF NOT EXISTS host_templates (
         host VARCHAR NOT NULL,
         digest BLOB NOT NULL
     )""",
-    create_table("fetches", FetchesRow),
+    stored_rows.create_table("fetches", stored_rows.FetchesRow),
     """CREATE TABLE IF NOT EXISTS runs (
         run INTEGER NOT NULL,
         label VARCHAR NOT NULL,
@@ -155,7 +145,7 @@ SCHEMA = [
         skipped BIGINT,
         failed BIGINT
     )""",
-    create_table("page_runs", PageRunsRow),
+    stored_rows.create_table("page_runs", stored_rows.PageRunsRow),
     ANNOTATIONS_TABLE,
     *SEARCH_TABLES,
 ]
