@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cdc.core.editwords import EditWords
 from cdc.ingest.versions import PageOutcome
 from cdc.runtime.collector import collector_paused
 from cdc.store import WriteBatch
@@ -44,7 +45,7 @@ class _Columns:
         self.seen: list[PageRunsRow] = []
         self.removed_generations: list[RemovedRow] = []
         self.removed_changes: list[RemovedRow] = []
-        self.words: list[ChangeWordsRow] = []
+        self.words: list[EditWords] = []  # `change_words` rows, as `cdc.core.editwords` makes them
 
     def add(self, outcome: PageOutcome) -> None:
         self.generations += outcome.generations

@@ -38,14 +38,13 @@ from cdc.core.captures import number_after
 from cdc.core.chunking import Chunk, chunk_many
 from cdc.core.chunks import Chunks, chunks_from_lengths, stored_columns
 from cdc.core.compare import ChangeReport, compare
-from cdc.core.editwords import edit_words
+from cdc.core.editwords import EditWords, edit_words
 from cdc.core.gear import ChunkParams
 from cdc.core.normalize import content_digest, content_for_chunking
 from cdc.runtime.collector import collector_paused
 from cdc.sources.jsonl import BadRecord, RawLine
 from cdc.store.rows import (
     ChangesRow,
-    ChangeWordsRow,
     ChunkListsRow,
     FetchesRow,
     GenerationsRow,
@@ -155,7 +154,7 @@ class PageOutcome:
     fetches: list[FetchesRow] = field(default_factory=list)
     removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
     removed_changes: list[int] = field(default_factory=list)  # with their words
-    words: list[ChangeWordsRow] = field(default_factory=list)  # of the new change rows (`cdc.core.editwords`)
+    words: list[EditWords] = field(default_factory=list)  # of the new change rows (`change_words`)
     page: PagesRow | None = None  # the page row, when its generations changed
     last_checked: datetime | None = None  # latest new fetch, when no generation changed
     seen: PageRunsRow | None = None  # the batch's latest fetch of the page, its content digest
