@@ -69,8 +69,8 @@ import cdc
 from cdc.core.captures import capture_id
 from cdc.core.editwords import words_row
 from cdc.core.urls import surt_key
+from cdc.core.verdicts import NEW
 from cdc.ingest.ingester import BATCH_RECORDS
-from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store import rows as stored_rows
 from cdc.store.runs import RUN_COUNTS

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cdc import content_for_chunking
-from cdc.demo.crawl import build_demo
+from cdc.demo.build import build_demo
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "rustbook.jsonl.gz"
 

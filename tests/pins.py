@@ -4,7 +4,7 @@ Two kinds of pin, each a list of short digests in a fixed order, so a test can n
 first change whose result moved:
 
 - `corpus_pins(path)`: every consecutive pair of versions of every page of one history of
-  the shared corpus, compared by `cdc.core.compare` with both texts (the exact edits), one digest
+  the shared corpus, compared by `cdc.compare` with both texts (the exact edits), one digest
   per pair of everything the report holds: chunks added, removed and moved, the alignment,
   the three measures, the verdict and the edits.
 - `store_pins(db)`: every `changes` row of a store, keyed by page and the rank of its

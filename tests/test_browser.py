@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import pytest
 
 from cdc.analyst.queries import compare_generations
-from cdc.demo.crawl import build_demo
+from cdc.demo.build import build_demo
 from cdc.store import Store
 from ui import compare_pair
 

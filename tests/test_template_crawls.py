@@ -20,10 +20,9 @@ import pytest
 
 from cdc.analyst.queries import compare_generations
 from cdc.cli.main import EXIT_OK, main
-from cdc.core.compare import UNCHANGED
 from cdc.core.urls import canonical_url
+from cdc.core.verdicts import TEMPLATE_ONLY, UNCHANGED
 from cdc.store import Store
-from cdc.store.reads import TEMPLATE_ONLY
 from tests import sitecrawl
 from tests.sitecrawl import MOVE, NONE
 from tests.test_site_view import app_on, pages_table, rerun

@@ -4,7 +4,7 @@ chunk occurs."""
 import streamlit as st
 
 import ui
-from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE
 
 store = ui.current_store()
 st.title("Boilerplate")
@@ -13,11 +13,11 @@ hosts = [row.host for row in store.hosts()]
 if not hosts:
     ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
 left, middle, right = st.columns([2, 1, 1])
-ui.from_query("bp-host", hosts)
+ui.query_to_state("bp-host", "bp-host", hosts.__contains__)
 host = left.selectbox("Host", hosts, key="bp-host")
-st.query_params["bp-host"] = host
-share = middle.slider("On more than this share of its pages", 0.01, 0.9, DEFAULT_SHARE, 0.01)
-min_pages = right.number_input("And at least this many pages", 2, 1000, DEFAULT_MIN_PAGES)
+ui.put_in_query("bp-host", host)
+share = middle.slider("On more than this share of its pages", 0.01, 0.9, BOILERPLATE_SHARE, 0.01)
+min_pages = right.number_input("And at least this many pages", 2, 1000, BOILERPLATE_MIN_PAGES)
 
 chunks = ui.cached_host_boilerplate(store, host, share, int(min_pages))
 st.subheader(f"{host}: {len(chunks)} boilerplate chunks")

@@ -11,9 +11,8 @@ import streamlit as st
 
 import ui
 from cdc.analyst.search import SearchQuery, hits_csv, search
-from cdc.core.compare import VERDICTS
+from cdc.core.verdicts import STORED_VERDICTS, verdict_label
 from cdc.errors import CdcError
-from cdc.ingest.versions import NEW
 
 PAGE_SIZE = 50
 EITHER, ADDED, REMOVED = "either", "added", "removed"
@@ -27,7 +26,7 @@ st.caption("Words a change added or removed, in its exact edits: a phrase of who
 
 def to_query(key: str, name: str) -> dict:
     """A widget's on_change: its value to the query string; a new search starts at page 1."""
-    return {"on_change": ui.state_to_query, "args": (key, name, "page")}
+    return ui.kept_in_query(key, name, "page")
 
 
 ui.query_to_state("search-q", "q", lambda value: True, default="")
@@ -41,7 +40,7 @@ hosts = [""] + [row.host for row in store.hosts()]
 ui.query_to_state("search-host", "host", hosts.__contains__, default="")
 host = middle.selectbox("Host", hosts, key="search-host", format_func=lambda value: value or "all hosts",
                         **to_query("search-host", "host"))
-verdicts = right.multiselect("Verdicts", [*list(VERDICTS[1:]), NEW], key="search-verdicts",
+verdicts = right.multiselect("Verdicts", STORED_VERDICTS, key="search-verdicts", format_func=verdict_label,
                              help="None selected: every verdict")
 ui.query_to_state("search-template", "template", lambda value: True, "True".__eq__, default=False)
 include_template = st.toggle("Template-only changes too", key="search-template",
@@ -77,9 +76,8 @@ if not result.total:
     st.stop()
 
 left, middle, right = st.columns([1, 3, 1])
-page = left.number_input("Page", 1, pages, key="search-page", on_change=ui.state_to_query,
-                         args=("search-page", "page"))
-st.query_params["page"] = str(page)
+page = left.number_input("Page", 1, pages, key="search-page", **ui.kept_in_query("search-page", "page"))
+ui.put_in_query("page", page)
 offset = (page - 1) * PAGE_SIZE
 middle.caption(f"{offset + 1:,}-{offset + len(result.hits):,} of {result.total:,} hits, newest change first. "
                "*Compare* opens the change: its two generations side by side, at the first edit.")

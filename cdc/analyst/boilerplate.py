@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdc.core.excerpts import one_line, shortened
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Store
 
-DEFAULT_SHARE = BOILERPLATE_SHARE
-DEFAULT_MIN_PAGES = BOILERPLATE_MIN_PAGES
 SAMPLE_CHARS = 160
 
 
@@ -44,12 +43,11 @@ class SharedChunk:
 
 
 def _shortened(data: bytes | None) -> str:
-    text = " ".join((data or b"").decode("utf-8", "ignore").split())
-    return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…"
+    return shortened(one_line((data or b"").decode("utf-8", "ignore")), SAMPLE_CHARS)
 
 
-def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
-                     min_pages: int = DEFAULT_MIN_PAGES) -> list[BoilerplateChunk]:
+def host_boilerplate(store: Store, host: str, share: float = BOILERPLATE_SHARE,
+                     min_pages: int = BOILERPLATE_MIN_PAGES) -> list[BoilerplateChunk]:
     """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
     return [BoilerplateChunk(row.digest, row.pages, row.share, _shortened(row.sample))
             for row in store.host_boilerplate(host, share, min_pages, True)]

@@ -47,11 +47,12 @@ import httpx
 from protego import Protego
 
 from cdc import __version__
-from cdc.core.urls import canonical_url
+from cdc.core.excerpts import one_line
+from cdc.core.urls import canonical_url, host_of_key
 from cdc.errors import InvalidUrlError, StoreNotFoundError
 from cdc.ingest.ingester import Ingester, IngestSummary
 from cdc.sources.extract import MAIN_CONTENT, html_to_record
-from cdc.sources.jsonl import SourceRecord, one_line
+from cdc.sources.jsonl import SourceRecord
 from cdc.sources.warc import HTML_TYPES, write_warc_response, write_warc_revisit
 from cdc.store import Store, Validators
 
@@ -183,7 +184,7 @@ def interleave_by_host(urls: Iterable[tuple[int, str, str]]) -> list[tuple[int, 
     """(index, url, key) round-robin over hosts, each host's URLs in their given order."""
     by_host: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
     for entry in urls:
-        by_host[entry[2].split("/", 3)[2]].append(entry)
+        by_host[host_of_key(entry[2])].append(entry)
     queues = list(by_host.values())
     out: list[tuple[int, str, str]] = []
     for position in range(max((len(q) for q in queues), default=0)):

@@ -43,8 +43,9 @@ from cdc.ingest.versions import (
 )
 from cdc.ingest.worktasks import Tasks
 from cdc.runtime.lifeline import follow_parent
+from cdc.sources.inputs import CrawlRecords
 from cdc.sources.jsonl import BadRecord, RawLine, SourceRecord
-from cdc.sources.warc import RawPage, Revisit
+from cdc.sources.warc import RawPage, WarcSummary
 from cdc.store import Store, WriteBatch
 
 __all__ = ["IngestSummary", "Ingester"]
@@ -83,6 +84,7 @@ class IngestSummary:
     same_time: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
     bad: list[BadRecord] = field(default_factory=list)
     batches: int = 0
+    warc: WarcSummary | None = None  # the archives' counts, when the inputs were archives
 
     @property
     def skipped(self) -> int:
@@ -178,12 +180,11 @@ class Ingester:
                  on_batch: Callable[[IngestSummary], None] | None = None,
                  workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None,
                  label: str | None = None, inputs: Sequence[str] = (), run_id: int | None = None,
-                 revisits: list[Revisit] | None = None, extraction_mode: str | None = None):
+                 extraction_mode: str | None = None):
         self.store = store
         # How the run's archive pages were made text (cdc.sources.inputs.run_mode), claimed in the
         # store with the first batch written: a run that fails before it claims nothing.
         self._mode_to_claim = extraction_mode
-        self.revisits = revisits  # filled by the inputs' readers (WARC revisits), marked at the end
         self.label = label  # the run's label (`cdc runs`), by default what it ingests
         self.inputs = list(inputs)
         self.run_id = run_id  # given: batches of a run its caller started and ends (cdc fetch)
@@ -222,9 +223,15 @@ class Ingester:
             self._close_pool(abandon=True)
             raise
         self._close_pool()
-        if self.revisits:  # fetched again, unchanged: seen by the run
-            self.summary.unchanged += len(self.revisits)
-            self.summary.pages |= mark_revisits(self.store, self.revisits, self.run_id)
+        readers = [items for items in inputs if isinstance(items, CrawlRecords)]
+        revisits = [revisit for reader in readers for revisit in reader.revisits]
+        if revisits:  # fetched again, unchanged: seen by the run
+            self.summary.unchanged += len(revisits)
+            self.summary.pages |= mark_revisits(self.store, revisits, self.run_id)
+        for reader in readers:
+            if reader.summary is not None:
+                self.summary.warc = self.summary.warc or WarcSummary()
+                self.summary.warc.add(reader.summary)
         if self._own_run:
             self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
         return self.summary

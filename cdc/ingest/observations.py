@@ -103,13 +103,13 @@ def observe_shard(index: int, name: str, buckets: int, mode: str | None = None,
     try:
         crawl_input = open_crawl_input(name)
         report.kind = crawl_input.kind
-        report.warc = WarcSummary() if crawl_input.is_archive else None
         try:
             shard_mode = run_mode([crawl_input], mode)
         except Exception:
             crawl_input.close()
             raise
-        items = crawl_input.items(shard_mode, report.revisits, report.warc or WarcSummary())
+        items = crawl_input.records(shard_mode)
+        report.revisits, report.warc = items.revisits, items.summary
         for item in items:
             if isinstance(item, BadRecord):
                 report.bad.append(item)

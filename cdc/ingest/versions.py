@@ -39,8 +39,10 @@ from cdc.core.chunking import Chunk, chunk_many
 from cdc.core.chunks import Chunks, chunks_from_lengths, stored_columns
 from cdc.core.compare import ChangeReport, compare
 from cdc.core.editwords import EditWords, edit_words
+from cdc.core.excerpts import region_line, shortened
 from cdc.core.gear import ChunkParams
 from cdc.core.normalize import content_digest, content_for_chunking
+from cdc.core.verdicts import NEW, UNMEASURED
 from cdc.runtime.collector import collector_paused
 from cdc.sources.jsonl import BadRecord, RawLine
 from cdc.store.rows import (
@@ -55,8 +57,6 @@ from cdc.store.rows import (
 if TYPE_CHECKING:
     from cdc.sources.warc import RawPage
 
-NEW = "new"  # the verdict of a page's first generation
-UNMEASURED = "changed"  # the verdict of a change whose previous text was not retained
 EDITS, CHUNKS, DIGESTS = "edits", "chunks", "digests"  # how a change row was measured
 EXCERPT_CHARS = 200
 @dataclass(frozen=True, slots=True)
@@ -184,26 +184,21 @@ def content_of(payload: dict | RawLine | RawPage | Prepared) -> bytes | BadRecor
     return content_for_chunking(payload)
 
 
-def shown(text: bytes, offset: int, length: int, limit: int = 120) -> str:
-    """Up to `limit` bytes of a region as one line; a cut inside a character drops it."""
-    return " ".join(text[offset:offset + min(length, limit)].decode("utf-8", "ignore").split())
-
-
 def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
     """A short line saying what changed first, for lists and CSV exports."""
     if report is None:
-        return " ".join(new[:EXCERPT_CHARS * 2].decode("utf-8", "ignore").split())[:EXCERPT_CHARS]
+        return region_line(new, 0, EXCERPT_CHARS * 2, EXCERPT_CHARS * 2)[:EXCERPT_CHARS]
     parts = []
     for edit in report.edits[:3]:
-        before = shown(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
-        after = shown(new, edit.new_offset, edit.new_length)
+        before = region_line(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
+        after = region_line(new, edit.new_offset, edit.new_length)
         parts.append({"insert": f"+ {after}", "delete": f"- {before}", "move": f"> {after}"}.get(
             edit.kind, f"{before} → {after}"))
     if not parts and report.changed_regions:
         offset, length = report.changed_regions[0]
-        parts.append("+ " + shown(new, offset, length))
+        parts.append("+ " + region_line(new, offset, length))
     text = " | ".join(parts)
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 1] + "…"
+    return shortened(text, EXCERPT_CHARS)
 
 
 @dataclass

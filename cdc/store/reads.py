@@ -15,6 +15,7 @@ from typing import NamedTuple
 import duckdb
 
 from cdc.core.timebins import BINS
+from cdc.core.verdicts import TEMPLATE_ONLY, shown_verdict_of
 from cdc.store.annotations import annotations_of
 from cdc.store.layout import digest_list
 from cdc.store.lookups import _one
@@ -104,19 +105,9 @@ _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, 
                    "a.label, a.note, a.annotated_by, p.surt")
 
 
-# What a list shows for a template-only change in place of its verdict. The verdict measures
-# the whole text, template included: a short page whose only change is the host's new
-# banner reads `rewrite` (the banner is half of it), though none of the page's own text
-# changed. Lists label such a change by what it is and rank it after every change of a
-# page's own (`TEMPLATE_LAST`); the stored verdict and measures stay as measured.
-TEMPLATE_ONLY = "template_only"
-# The first key of a list's order: a page's own changes first, template-only ones after.
+# The first key of a list's order: a page's own changes first, template-only ones after
+# (`cdc.core.verdicts.shown_verdict_of` says why).
 TEMPLATE_LAST = "c.template_only IS TRUE"
-
-
-def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | None:
-    """What a list shows of a change: `TEMPLATE_ONLY` for a template-only one, else its verdict."""
-    return TEMPLATE_ONLY if template_only else verdict
 
 
 def _annotations_joined(where: str = "") -> str:
