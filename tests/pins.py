@@ -32,6 +32,7 @@ from pathlib import Path
 import duckdb
 
 import cdc
+from tests import sitecrawl
 
 HISTORIES = {"en": "rustbook.jsonl.gz", "zh": "rustbook-zh.jsonl.gz", "ja": "rustbook-ja.jsonl.gz"}
 
@@ -100,7 +101,8 @@ def store_pins(db: Path) -> dict[str, str]:
     return {ORIGIN.sub("", key): _digest(rows) for key, rows in sorted(by_page.items())}
 
 
-CRAWL_PAGES, CRAWL_SEED = 80, 0  # as tests/test_sitecrawl.py crawls the docs
+# The docs crawls pinned are the test suite's (conftest.py's `docs_crawls`): 80 pages, seed 0.
+CRAWL_PAGES, CRAWL_SEED = sitecrawl.SUITE_PAGES, sitecrawl.SUITE_SEED
 
 
 def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]:
@@ -116,7 +118,6 @@ def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]
 def store_pin_sets(corpus: Path, crawls: Path, workdir: Path) -> dict[str, dict[str, str]]:
     """The pinned stores: each corpus history, and the two docs crawls in each extraction mode."""
     from cdc.sources.extract import EXTRACTION_MODES
-    from tests import sitecrawl
 
     built = sitecrawl.cached_two_crawls(crawls, pages=CRAWL_PAGES, seed=CRAWL_SEED)
     sets = {f"store-{name}": ingested_pins(workdir / f"{name}.duckdb", [corpus / filename])

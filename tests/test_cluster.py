@@ -26,6 +26,11 @@ from tests.storerows import store_rows as rows
 
 distributed = pytest.importorskip("distributed")
 
+# The command line's local clusters take the Dask dashboard's port 8787, one per machine: the
+# tests that start one share an xdist worker (docs/testing.md). The whole module does, so its
+# cluster (`client`) is started once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask-dashboard")]
+
 SPLIT_PAGE = "https://shop0.example/split"
 
 
