@@ -224,7 +224,7 @@ def url_picker(store: CachedStore) -> str:
     A host and a search (part of the URL) narrow either list. The store returns at most
     `PICK_LIMIT` keys, so a host of 100,000 pages never fills a selectbox. The URL is kept in
     the query string; a URL a link names opens even when the filters would not list it."""
-    hosts = [host for host, _ in store.hosts()]
+    hosts = [row.host for row in store.hosts()]
     if not hosts:
         fail("The store has no pages yet: `cdc ingest FILE` adds some.")
     runs = store.runs()
@@ -407,7 +407,8 @@ def cached_host_distribution(store: Store, host: str):
     """The bin that fits the span of a host's changes, and the figure of how much changed in
     each (None when the host has no changes yet), cached as the store's reads are: a host
     of 100,000 pages has as many changes, too many to hash as a figure's arguments."""
-    rows = [(host, when, share) for when, share, _ in store.host_changes(host) if share is not None]
+    rows = [(host, row.fetched_at, row.share_changed) for row in store.host_changes(host)
+            if row.share_changed is not None]
     period = choose_bin(when for _, when, _ in rows)  # from the span of the host's changes
     return period, host_change_distribution(rows, period=period) if rows else None
 

@@ -9,7 +9,7 @@ from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE
 store = ui.current_store()
 st.title("Boilerplate")
 
-hosts = [host for host, _ in store.hosts()]
+hosts = [row.host for row in store.hosts()]
 if not hosts:
     ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
 left, middle, right = st.columns([2, 1, 1])
@@ -38,7 +38,7 @@ if choices:
     picked = st.selectbox("Chunk", list(choices), key="bp-digest")
     holders = store.pages_with_digest(choices[picked])
     st.caption(f"{len(holders)} retained generations hold it")
-    st.dataframe([{"page": key, "generation": generation, "chunk": index,
-                   "open": ui.compare_link(key, None, generation)} for key, generation, index in holders],
+    st.dataframe([{"page": place.natural_key, "generation": place.generation, "chunk": place.chunk_index,
+                   "open": ui.compare_link(place.natural_key, None, place.generation)} for place in holders],
                  column_config={"open": st.column_config.LinkColumn("open", display_text="Compare")},
                  hide_index=True)

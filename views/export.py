@@ -16,7 +16,7 @@ PREVIEW_ROWS = 200
 store = ui.current_store()
 st.title("Export change summaries")
 
-hosts = ["(all hosts)"] + [host for host, _ in store.hosts()]
+hosts = ["(all hosts)"] + [row.host for row in store.hosts()]
 left, right = st.columns(2)
 host = left.selectbox("Host", hosts, key="export-host")
 verdicts = right.multiselect("Verdicts", STORED_VERDICTS, key="export-verdicts", format_func=verdict_label,

@@ -31,7 +31,7 @@ with right:
     span = store.time_span()
     period = choose_bin(span or ())
     st.subheader(f"How much changed, per host and {period}")
-    activity = [(host, bucket, float(changed)) for host, bucket, changed, _ in store.host_activity(period)]
+    activity = [(row.host, row.bucket, float(row.bytes_changed)) for row in store.host_activity(period)]
     heatmap = host_heatmap(activity, period=period, aggregate="sum", value_label="bytes changed",
                                     span=span)
     st.plotly_chart(heatmap, key="heatmap")

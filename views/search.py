@@ -36,7 +36,7 @@ left, middle, right = st.columns(3)
 ui.query_to_state("search-side", "side", SIDE_LABELS.__contains__, default=EITHER)
 side = left.radio("The change", list(SIDE_LABELS), key="search-side", format_func=SIDE_LABELS.get,
                   horizontal=True, **to_query("search-side", "side"))
-hosts = [""] + [host for host, _ in store.hosts()]
+hosts = [""] + [row.host for row in store.hosts()]
 ui.query_to_state("search-host", "host", hosts.__contains__, default="")
 host = middle.selectbox("Host", hosts, key="search-host", format_func=lambda value: value or "all hosts",
                         **to_query("search-host", "host"))

@@ -87,7 +87,7 @@ else:
         picked.append(info.run)
     run_a, run_b = picked
 
-hosts = [""] + [host for host, _ in store.hosts()]
+hosts = [""] + [row.host for row in store.hosts()]
 ui.query_to_state("site-host", "host", hosts.__contains__, default="")
 host = right.selectbox("Host", hosts, key="site-host", format_func=lambda value: value or "all hosts",
                        **to_query("site-host", "host"))

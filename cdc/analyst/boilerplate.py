@@ -49,11 +49,11 @@ def _shortened(data: bytes | None) -> str:
 def host_boilerplate(store: Store, host: str, share: float = BOILERPLATE_SHARE,
                      min_pages: int = BOILERPLATE_MIN_PAGES) -> list[BoilerplateChunk]:
     """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
-    return [BoilerplateChunk(digest, pages, fraction, _shortened(sample))
-            for digest, pages, fraction, *_, sample in store.host_boilerplate(host, share, min_pages, True)]
+    return [BoilerplateChunk(row.digest, row.pages, row.share, _shortened(row.sample))
+            for row in store.host_boilerplate(host, share, min_pages, True)]
 
 
 def shared_across_hosts(store: Store, min_hosts: int = 2, limit: int = 200) -> list[SharedChunk]:
     """Chunks present on `min_hosts` or more hosts, with the hosts."""
-    return [SharedChunk(digest, hosts, pages, _shortened(sample))
-            for digest, _count, hosts, pages, _, sample in store.shared_across_hosts(min_hosts, limit, True)]
+    return [SharedChunk(row.digest, row.hosts, row.pages, _shortened(row.sample))
+            for row in store.shared_across_hosts(min_hosts, limit, True)]

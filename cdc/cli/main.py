@@ -199,7 +199,7 @@ def _export_command(args: argparse.Namespace) -> int:
 
 def _boilerplate_command(args: argparse.Namespace) -> int:
     store = open_store(args)
-    hosts = [args.host] if args.host else [host for host, _ in store.hosts()]
+    hosts = [args.host] if args.host else [row.host for row in store.hosts()]
     for host in hosts:
         chunks = host_boilerplate(store, host, args.share, args.min_pages)
         print(f"{host}: {len(chunks)} boilerplate chunks")

@@ -32,12 +32,11 @@ from functools import partial
 from cdc.core.chunking import chunk_content
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.normalize import content_digest
-from cdc.ingest.batches import by_page, mark_revisits, read_pages, triage, whole_history
+from cdc.ingest.batches import Triaged, by_page, mark_revisits, read_pages, triage, whole_history
 from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import (
     PageOutcome,
     PageWork,
-    Pending,
     Prepared,
     build_pages,
     content_of,
@@ -268,7 +267,7 @@ class Ingester:
 
     def _batches(self, numbered: Iterable[tuple[int, SourceRecord | RawLine | BadRecord]]
                  ) -> Iterator[tuple[list, int]]:
-        batch: list[tuple[str, str | None, Pending, dict]] = []
+        batch: list[Triaged] = []
         size = 0
         # With workers, the first batch is smaller: they wait while it is read.
         limit = self.batch_bytes
@@ -284,14 +283,14 @@ class Ingester:
                 self.summary.bad.append(triaged)
                 continue
             batch.append(triaged)
-            size += triaged[2].size
+            size += triaged.pending.size
             if len(batch) >= self.batch_records or size >= limit:
                 yield batch, size
                 batch, size, limit = [], 0, self.batch_bytes
         if batch:
             yield batch, size
 
-    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int,
+    def _ingest(self, batch: list[Triaged], size: int,
                 read_next: Callable[[], tuple[list, int] | None]) -> tuple[list, int] | None:
         """Read, build and write one batch; the next one (`read_next`), read while the workers
         build this one, starts its extraction in the workers (`_prepare_ahead`) and is returned."""
@@ -302,7 +301,7 @@ class Ingester:
             groups = by_page(batch)
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
-            parsed = {entry[2].sequence: entry[3] for entry in batch}
+            parsed = {entry.pending.sequence: entry.parsed for entry in batch}
             if ahead is not None:
                 ready = ahead.ready()
                 pages = [_with_ready(work, ready) for work in pages]
@@ -354,11 +353,11 @@ class Ingester:
         if ahead is None or self.workers < 2 or ahead[1] < PARALLEL_MIN_BYTES:
             return
         entries = ahead[0]
-        here = [entry[3] or entry[2].payload for entry in entries]  # parsed already, where it was
-        tasks = Tasks(self._workers(), prepare_records, [entry[2].payload for entry in entries],
-                      [entry[2].size for entry in entries], self.workers,
+        here = [entry.parsed or entry.pending.payload for entry in entries]  # parsed already, where it was
+        tasks = Tasks(self._workers(), prepare_records, [entry.pending.payload for entry in entries],
+                      [entry.pending.size for entry in entries], self.workers,
                       here=lambda part: prepare_records([here[n] for n in part]))
-        self._ahead = _Ahead(tasks, [entry[2].sequence for entry in entries])
+        self._ahead = _Ahead(tasks, [entry.pending.sequence for entry in entries])
 
     def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None],
                read_next: Callable[[], tuple[list, int] | None]

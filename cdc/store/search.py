@@ -209,7 +209,7 @@ class Search:
         from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
         from cdc.core.compare import compare
         from cdc.core.editwords import edit_words
-        from cdc.ingest.tables import words_table
+        from cdc.store.rows import ChangeWordsRow, arrow_table
 
         pairs = connection.execute("""
             SELECT c.natural_key, c.generation, c.previous_generation, coalesce(g.first_run, 0)
@@ -243,7 +243,7 @@ class Search:
                 if found is not None:
                     rows.append(found)
             if rows:
-                with _registered(connection, "filled_words", words_table(rows)):
+                with _registered(connection, "filled_words", arrow_table(ChangeWordsRow, rows)):
                     connection.execute("INSERT INTO change_words SELECT * FROM filled_words")
             written += len(rows)
         return written
