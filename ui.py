@@ -6,24 +6,29 @@ widgets to library calls.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
-from cdc.analyst.queries import Comparison, compare_generations
+from cdc.analyst.queries import compare_generations
+from cdc.core.captures import current_generation
 from cdc.core.timebins import choose_bin
+from cdc.core.urls import host_of_key
+from cdc.core.verdicts import CHANGE_VERDICTS, verdict_label, verdict_words
 from cdc.errors import CdcError
 from cdc.present.figures import host_change_distribution
 from cdc.present.highlight import FIRST_CHANGE_IDS, PALETTE
 from cdc.present.launch import StoreChoice, choose_store
 from cdc.store import LABELS, PageMatch, Store
-from cdc.store.sitediff import CHANGE_VERDICTS, RunInfo
+from cdc.store.sitediff import RunInfo
 
 
 def store_choice() -> StoreChoice:
@@ -48,11 +53,34 @@ def _version(store: Store) -> tuple[float, float]:
     return times[0], times[1]
 
 
-# `version` is hashed with the other arguments (a leading underscore would leave it out),
-# so a writer's commit makes a new cache entry and every read sees it.
-@st.cache_data(ttl=3600, show_spinner=False, max_entries=512)
-def _read(path: str, version: tuple[float, float], method: str, args: tuple, kwargs: tuple):
-    return getattr(_store(path), method)(*args, **dict(kwargs))
+def cached_read(max_entries: int) -> Callable[[Callable], Callable]:
+    """A function whose first argument is a `Store`, made callable with the views'
+    `CachedStore` and cached as the store's reads are: an answer per store version and
+    arguments (hashed, so they must be hashable by Streamlit), at most `max_entries` of them
+    (a comparison holds two texts: fewer of those). The one way the views cache a read."""
+
+    def cache(function: Callable) -> Callable:
+        # `version` is hashed with the other arguments (a leading underscore would leave it
+        # out), so a writer's commit makes a new cache entry and every read sees it.
+        def on_file(path: str, version: tuple[float, float], *args, **kwargs):
+            return function(_store(path), *args, **kwargs)
+
+        # Streamlit names a cache by its function's module, qualified name and source; every
+        # `on_file` has the same source, so each is named for the function it caches.
+        on_file.__name__ = on_file.__qualname__ = f"cached_{function.__name__}"
+        on_file = st.cache_data(ttl=3600, show_spinner=False, max_entries=max_entries)(on_file)
+
+        @functools.wraps(function)
+        def read(store: CachedStore, *args, **kwargs):
+            return on_file(str(store.path), _version(store.uncached), *args, **kwargs)
+        return read
+    return cache
+
+
+@cached_read(max_entries=512)
+def _read(store: Store, method: str, args: tuple, kwargs: tuple):
+    """A `Store` read by name, for `CachedStore`."""
+    return getattr(store, method)(*args, **dict(kwargs))
 
 
 class CachedStore:
@@ -79,10 +107,9 @@ class CachedStore:
     def __getattr__(self, name: str):
         if name not in self.READS:
             return getattr(self.uncached, name)
-        store = self.uncached
 
         def read(*args, **kwargs):
-            return _read(str(store.path), _version(store), name, args, tuple(sorted(kwargs.items())))
+            return _read(self, name, args, tuple(sorted(kwargs.items())))
         return read
 
 
@@ -103,7 +130,7 @@ class _DemoBuild:
                 self.thread.start()
 
     def _run(self, path: Path) -> None:
-        from cdc.demo.crawl import build_demo
+        from cdc.demo.build import build_demo
 
         try:
             build_demo(path, progress=self._progress)
@@ -168,34 +195,11 @@ def compare_link(natural_key: str, old: int | None, new: int) -> str:
     return "compare?" + urlencode(query)
 
 
-def _to_query(*keys: str) -> None:
-    """A widget's new value goes to the query string, so the address bar shares the view."""
-    for key in keys:
-        value = st.session_state.get(key)
-        if value is None:
-            st.query_params.pop(key, None)
-        else:
-            st.query_params[key] = str(value)
-
-
 def _filter_changed() -> None:
     """A picker filter changed: its first match is the page, at its latest generations."""
     for stale in ("url", "from", "to"):
         st.session_state.pop(stale, None)
-        st.query_params.pop(stale, None)
-
-
-def from_query(key: str, options: list, convert=str) -> None:
-    """Open at the value the query string names, when it is one of the options."""
-    wanted = st.query_params.get(key)
-    try:
-        value = convert(wanted) if wanted is not None else None
-    except ValueError:
-        value = None
-    if value in options:
-        st.session_state[key] = value
-    elif st.session_state.get(key) not in options:
-        st.session_state.pop(key, None)
+    drop_from_query("url", "from", "to")
 
 
 EVERY_HOST = "every host"
@@ -210,7 +214,7 @@ def _match_label(match: PageMatch) -> str:
     if match.verdict is None:
         return short_url(match.natural_key)
     share = "" if match.share_changed is None else f" {match.share_changed:.0%}"
-    return f"{short_url(match.natural_key)} · {match.shown_verdict.replace('_', ' ')}{share}"
+    return f"{short_url(match.natural_key)} · {verdict_words(match.shown_verdict)}{share}"
 
 
 def url_picker(store: CachedStore) -> str:
@@ -220,11 +224,11 @@ def url_picker(store: CachedStore) -> str:
     A host and a search (part of the URL) narrow either list. The store returns at most
     `PICK_LIMIT` keys, so a host of 100,000 pages never fills a selectbox. The URL is kept in
     the query string; a URL a link names opens even when the filters would not list it."""
-    hosts = [host for host, _ in store.hosts()]
+    hosts = [row.host for row in store.hosts()]
     if not hosts:
         fail("The store has no pages yet: `cdc ingest FILE` adds some.")
     runs = store.runs()
-    wanted = st.query_params.get("url")
+    wanted = query_value("url")
     linked = wanted if wanted and wanted != st.session_state.get("url") and store.page(wanted) else None
     if linked and st.session_state.get("host") not in (None, EVERY_HOST, host_of_key(linked)):
         st.session_state["host"] = EVERY_HOST  # a link to another host's page: show it in context
@@ -238,7 +242,7 @@ def url_picker(store: CachedStore) -> str:
                                    on_change=_filter_changed)
         verdicts = verdict_column.multiselect(
             "Verdicts", CHANGE_VERDICTS, key="pick-verdicts", placeholder="every verdict",
-            format_func=lambda verdict: verdict.replace("_", " "), on_change=_filter_changed)
+            format_func=verdict_label, on_change=_filter_changed)
         include_template = template_column.toggle("Include template-only", key="pick-template",
                                                   on_change=_filter_changed)
     host_column, search_column, url_column = st.columns([1, 1, 2])
@@ -258,10 +262,10 @@ def url_picker(store: CachedStore) -> str:
             "turn off *Changed pages only*, pick another run or verdict, or clear the search."
             if run is not None else "clear the search or pick another host."))
         st.stop()
-    from_query("url", options)
-    url = url_column.selectbox("URL", options, key="url", on_change=_to_query, args=("url",),
+    query_to_state("url", "url", options.__contains__)
+    url = url_column.selectbox("URL", options, key="url", **kept_in_query("url", "url"),
                                format_func=lambda key: labels.get(key, short_url(key)))
-    st.query_params["url"] = url
+    put_in_query("url", url)
     if matches.total > len(matches.pages):
         url_column.caption(f"The first {len(matches.pages):,} of {matches.total:,}"
                            f"{' changed pages, largest change first' if run is not None else ' pages'}: "
@@ -294,26 +298,28 @@ def pick_from_trend(key: str, retained: list[int]) -> None:
     if pair is None:
         st.toast("That generation's text is no longer retained: it cannot be compared.")
         return
-    st.query_params["from"], st.query_params["to"] = str(pair[0]), str(pair[1])
+    put_in_query("from", pair[0])
+    put_in_query("to", pair[1])
+
+
+def linked_generation(name: str, numbers: list[int]) -> int | None:
+    """The generation among `numbers` that the query string's `name` names (`?to=`): the one
+    it is, else the one current at that time, as `Store.version` resolves it (a link made
+    before an earlier fetch of the same content moved its start); None when it names none."""
+    wanted = query_value(name)
+    return current_generation(numbers, int(wanted)) if wanted is not None and wanted.isdigit() else None
 
 
 def generation_picker(column, label: str, key: str, options: list[int]) -> int:
     """A generation, opened from and kept in the query string. A number no generation starts
-    at (a link made before an earlier fetch of the same content moved its start) opens the
-    generation current at that time, as `Store.version` resolves it."""
-    wanted = st.query_params.get(key)
-    if wanted is not None and wanted.isdigit() and int(wanted) not in options:
-        current = [option for option in options if option <= int(wanted)]
-        if current:
-            st.query_params[key] = str(max(current))
-    from_query(key, options, int)
-    value = column.selectbox(label, options, key=key, on_change=_to_query, args=(key,))
-    st.query_params[key] = str(value)
+    at opens the generation current at that time (`linked_generation`)."""
+    current = linked_generation(key, options)
+    if current is not None:
+        put_in_query(key, current)
+    query_to_state(key, key, options.__contains__, int)
+    value = column.selectbox(label, options, key=key, **kept_in_query(key, key))
+    put_in_query(key, value)
     return value
-
-
-def host_of_key(key: str) -> str:
-    return key.split("://", 1)[-1].split("/", 1)[0]
 
 
 # Scrolls the frame's own document only (scrollIntoView would scroll the whole app too).
@@ -389,49 +395,22 @@ def framed_texts(html: str) -> str:
     return html + JOIN_MOVES + SCROLL_TO_FIRST_CHANGE
 
 
-@st.cache_data(ttl=3600, show_spinner=False, max_entries=32)
-def _comparison(path: str, version: tuple[float, float], url: str, old: int, new: int,
-                ignore_boilerplate: bool) -> Comparison:
-    return compare_generations(_store(path), url, old, new, ignore_boilerplate=ignore_boilerplate)
+# `compare_generations` (the Compare view's switches rerun it), boilerplate per host (with
+# sample texts) and across hosts, cached as the store's reads are.
+cached_comparison = cached_read(max_entries=32)(compare_generations)
+cached_host_boilerplate = cached_read(max_entries=64)(host_boilerplate)
+cached_shared_across_hosts = cached_read(max_entries=8)(shared_across_hosts)
 
 
-def cached_comparison(store: CachedStore, url: str, old: int, new: int,
-                      ignore_boilerplate: bool) -> Comparison:
-    """`compare_generations`, cached as the store's reads are: the view's switches rerun it."""
-    return _comparison(str(store.path), _version(store.uncached), url, old, new, ignore_boilerplate)
-
-
-@st.cache_data(ttl=3600, show_spinner=False, max_entries=32)
-def _host_distribution(path: str, version: tuple[float, float], host: str):
-    rows = [(host, when, share) for when, share, _ in _store(path).host_changes(host) if share is not None]
-    period = choose_bin(when for _, when, _ in rows)  # from the span of the host's changes
-    return period, host_change_distribution(rows, period=period) if rows else None
-
-
-def cached_host_distribution(store: CachedStore, host: str):
+@cached_read(max_entries=32)
+def cached_host_distribution(store: Store, host: str):
     """The bin that fits the span of a host's changes, and the figure of how much changed in
     each (None when the host has no changes yet), cached as the store's reads are: a host
     of 100,000 pages has as many changes, too many to hash as a figure's arguments."""
-    return _host_distribution(str(store.path), _version(store.uncached), host)
-
-
-@st.cache_data(ttl=3600, show_spinner=False, max_entries=64)
-def _host_boilerplate(path: str, version: tuple[float, float], host: str, share: float, min_pages: int):
-    return host_boilerplate(_store(path), host, share, min_pages)
-
-
-@st.cache_data(ttl=3600, show_spinner=False, max_entries=8)
-def _shared_across_hosts(path: str, version: tuple[float, float]):
-    return shared_across_hosts(_store(path))
-
-
-def cached_host_boilerplate(store: CachedStore, host: str, share: float, min_pages: int):
-    """Boilerplate per host (with sample texts), cached as the store's reads are."""
-    return _host_boilerplate(str(store.path), _version(store.uncached), host, share, min_pages)
-
-
-def cached_shared_across_hosts(store: CachedStore):
-    return _shared_across_hosts(str(store.path), _version(store.uncached))
+    rows = [(host, row.fetched_at, row.share_changed) for row in store.host_changes(host)
+            if row.share_changed is not None]
+    period = choose_bin(when for _, when, _ in rows)  # from the span of the host's changes
+    return period, host_change_distribution(rows, period=period) if rows else None
 
 
 def finished_runs(store: CachedStore) -> list:
@@ -439,11 +418,45 @@ def finished_runs(store: CachedStore) -> list:
     return [run for run in store.runs() if run.finished]
 
 
+# The query string: every view's filters live in it, so a link reopens the same view. These
+# are the one way the views read and write it.
+
+def query_value(name: str) -> str | None:
+    """The query string's `name`, as written; None when it is not there."""
+    return st.query_params.get(name)
+
+
+def query_except(*names: str) -> dict[str, str]:
+    """The query string without `names`: the rest of a view's filters, for a link that keeps them."""
+    return {name: value for name, value in st.query_params.to_dict().items() if name not in names}
+
+
+def put_in_query(name: str, value, spell: Callable = str) -> None:
+    """`value` to the query string's `name`, written by `spell`; None or an empty value
+    (``, an empty list) takes `name` out of it."""
+    if value is None or value == "" or value == []:
+        st.query_params.pop(name, None)
+    else:
+        st.query_params[name] = spell(value)
+
+
+def put_all_in_query(values: dict) -> None:
+    """Several names at once (`put_in_query` each)."""
+    for name, value in values.items():
+        put_in_query(name, value)
+
+
+def drop_from_query(*names: str) -> None:
+    """Take `names` out of the query string: filters that no longer apply."""
+    for name in names:
+        st.query_params.pop(name, None)
+
+
 def query_to_state(key: str, name: str, valid, convert=str, default=None) -> None:
     """Before widget `key` is drawn: open it at the query string's `name` when that converts to
     a value `valid` accepts; else keep its value if still valid, else `default` (None: the
     widget's own). `state_to_query` is the widget's on_change, so a change wins over the URL."""
-    wanted = st.query_params.get(name)
+    wanted = query_value(name)
     try:
         value = convert(wanted) if wanted is not None else None
     except ValueError:
@@ -457,16 +470,17 @@ def query_to_state(key: str, name: str, valid, convert=str, default=None) -> Non
             st.session_state[key] = default
 
 
-def state_to_query(key: str, name: str, *stale: str) -> None:
-    """Widget `key`'s new value to the query string's `name`; the names in `stale` (filters
-    that no longer apply, such as a page number) leave it."""
-    value = st.session_state.get(key)
-    if value is None or value == "":
-        st.query_params.pop(name, None)
-    else:
-        st.query_params[name] = str(value)
-    for other in stale:
-        st.query_params.pop(other, None)
+def state_to_query(key: str, name: str, *stale: str, spell: Callable = str) -> None:
+    """Widget `key`'s new value to the query string's `name` (`put_in_query`); the names in
+    `stale` (filters that no longer apply, such as a page number) leave it."""
+    put_in_query(name, st.session_state.get(key), spell)
+    drop_from_query(*stale)
+
+
+def kept_in_query(key: str, name: str, *stale: str, spell: Callable = str) -> dict:
+    """A widget's `on_change` and its arguments: its value to the query string's `name`, the
+    names in `stale` out of it (`state_to_query`)."""
+    return {"on_change": state_to_query, "args": (key, name, *stale), "kwargs": {"spell": spell}}
 
 
 def labels_to_state(key: str) -> None:
@@ -474,17 +488,6 @@ def labels_to_state(key: str) -> None:
     labels (`?label=noise,unsure`), as `query_to_state` does for one value."""
     query_to_state(key, "label", lambda value: set(value) <= set(LABELS),
                    lambda text: [label for label in LABELS if label in text.split(",")], default=[])
-
-
-def labels_to_query(key: str) -> None:
-    """An "Annotated as" multiselect's on_change: its labels to the query string, and the
-    list from its first page."""
-    chosen = st.session_state.get(key) or []
-    if chosen:
-        st.query_params["label"] = ",".join(chosen)
-    else:
-        st.query_params.pop("label", None)
-    st.query_params.pop("page", None)
 
 
 _MARKDOWN_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_{}[]<>()#+-.!|~$:"})

@@ -27,7 +27,7 @@ with avg 2048, min 512 and max 8192 bytes everywhere:
    XXH3-128 digests; a mismatch stops the run.
 2. The fixed cost per document in chunk_many: 100,000 tiny (64-byte) or empty documents
    in one call, divided by the count.
-3. cdc.core.compare with exact edits (both texts given) for every consecutive pair of versions
+3. cdc.compare with exact edits (both texts given) for every consecutive pair of versions
    of a URL in the corpus: median, mean, p95 and max per pair.
 4. Numba's first-call compile time, in fresh subprocesses sharing a new NUMBA_CACHE_DIR:
    cold (compiles and writes the cache) and warm (loads it), with the JIT's kernels
@@ -484,7 +484,7 @@ def describe_ms(label: str, seconds: list[float]) -> float:
 
 
 def measure_compare(corpus: list[tuple[str, bytes]], passes: int) -> None:
-    """cdc.core.compare with word edits on real consecutive versions, with cheaper references."""
+    """cdc.compare with word edits on real consecutive versions, with cheaper references."""
     pairs = consecutive_pairs(corpus)
     unchanged = sum(1 for old, new, _, _ in pairs if old == new)
     print(f"== compare per consecutive pair of versions: {len(pairs):,} pairs "
@@ -499,8 +499,8 @@ def measure_compare(corpus: list[tuple[str, bytes]], passes: int) -> None:
     def seed_compare(old, new, old_text, new_text):
         return seed.compare(old, new)  # the seed's compare reads only digest, offset, length
 
-    median = describe_ms("cdc.core.compare with edits (texts given)", time_pairs(pairs, with_edits, passes))
-    describe_ms("cdc.core.compare chunks only (reference)", time_pairs(pairs, chunks_only, passes))
+    median = describe_ms("cdc.compare with edits (texts given)", time_pairs(pairs, with_edits, passes))
+    describe_ms("cdc.compare chunks only (reference)", time_pairs(pairs, chunks_only, passes))
     # The seed's compare reads lists of chunks; given Chunks, it would time their tuples twice.
     listed = [(list(old), list(new), old_text, new_text) for old, new, old_text, new_text in pairs]
     describe_ms("seed compare, digest sets (reference)", time_pairs(listed, seed_compare, passes))

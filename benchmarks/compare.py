@@ -1,4 +1,4 @@
-"""Compare benchmark: `cdc.core.compare` with exact edits against fast-diff-match-patch (C++).
+"""Compare benchmark: `cdc.compare` with exact edits against fast-diff-match-patch (C++).
 
 On the three revision histories of the shared corpus (`../shared/corpus/`: the Rust book in
 English, Chinese and Japanese), every consecutive pair of versions of a page that differ,

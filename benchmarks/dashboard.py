@@ -437,9 +437,9 @@ def site_problem(app: AppTest, run_a: int, run_b: int, changed: int) -> str | No
 def library_calls(store: Store) -> dict[str, Callable[[], object]]:
     """The store calls behind Overview and Boilerplate, each alone (each opens its own
     read-only connection, as in the view)."""
-    host = store.hosts()[0][0]
-    digest = store.host_boilerplate(host, 0.05, 3)[0][0]
-    activity = [(h, bucket, float(changed)) for h, bucket, changed, _ in store.host_activity("week")]
+    host = store.hosts()[0].host
+    digest = store.host_boilerplate(host, 0.05, 3)[0].digest
+    activity = [(row.host, row.bucket, float(row.bytes_changed)) for row in store.host_activity("week")]
     counts = store.verdict_counts()
 
     def read_nothing() -> None:

@@ -59,8 +59,7 @@ from distributed import Client
 
 from cdc.ingest.cluster import cluster_ingest, local_cluster
 from cdc.ingest.ingester import Ingester
-from cdc.sources.inputs import input_items
-from cdc.sources.warc import WarcSummary
+from cdc.sources.inputs import CrawlRecords
 from cdc.store import TABLES, Store, WriteBatch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +97,7 @@ def rows(path: Path) -> dict[str, list[tuple]]:
 
 
 def plain(shards: list[Path], store: Store) -> None:
-    items = itertools.chain.from_iterable(input_items(str(shard), "main", [], WarcSummary())
+    items = itertools.chain.from_iterable(CrawlRecords(str(shard), "main")
                                           for shard in shards)
     Ingester(store, workers=1).run(items)
 

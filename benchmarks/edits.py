@@ -1,4 +1,4 @@
-"""Exact-edit benchmark: the bytes `cdc.core.compare`'s edits mark as changed, against a word alignment.
+"""Exact-edit benchmark: the bytes `cdc.compare`'s edits mark as changed, against a word alignment.
 
 On the three revision histories of the shared corpus (`../shared/corpus/`: the Rust book in
 English, Chinese and Japanese), every consecutive pair of versions of a page, normalised with
@@ -26,7 +26,7 @@ cdc's changed bytes are the non-whitespace bytes inside its edits' ranges, on bo
 `move` marks its text at both places, as the word alignment, which knows no moves, deletes it
 at one and inserts it at the other). Precision is the share of cdc's changed bytes that truly
 changed, recall the share of truly changed bytes that cdc marks, both summed over all pairs
-(bytes, not pairs, weigh). The time is `cdc.core.compare` with the texts, per pair, chunks made
+(bytes, not pairs, weigh). The time is `cdc.compare` with the texts, per pair, chunks made
 beforehand: the refinement's cost and the chunk alignment's.
 
 Run from the repository root (about a minute; `--every N` takes every N-th pair):

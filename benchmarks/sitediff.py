@@ -56,7 +56,7 @@ def latest_two_runs(store: Store) -> tuple[int, int]:
 
 
 def largest_host(store: Store) -> str:
-    return max(store.hosts(), key=lambda row: (row[1], row[0]))[0]
+    return max(store.hosts(), key=lambda row: (row.pages, row.host)).host
 
 
 def cold_call(db: Path, host: str | None) -> float:

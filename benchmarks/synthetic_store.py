@@ -69,18 +69,10 @@ import cdc
 from cdc.core.captures import capture_id
 from cdc.core.editwords import words_row
 from cdc.core.urls import surt_key
+from cdc.core.verdicts import NEW
 from cdc.ingest.ingester import BATCH_RECORDS
-from cdc.ingest.tables import (
-    _CHANGES_SCHEMA,
-    _CHUNKS_SCHEMA,
-    _FETCHES_SCHEMA,
-    _GENERATIONS_SCHEMA,
-    _PAGES_SCHEMA,
-    _SEEN_SCHEMA,
-    words_table,
-)
-from cdc.ingest.versions import NEW
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
+from cdc.store import rows as stored_rows
 from cdc.store.runs import RUN_COUNTS
 from cdc.store.wordindex import index_words
 
@@ -253,9 +245,11 @@ WORDS = "words"  # not a `changes` column: the added and removed text of the cha
 
 # --- tables ----------------------------------------------------------------------------------
 
-# The tables as ingest writes them, its own Arrow schemas: the builder leaves ingest's layout.
-_GENERATIONS, _CHUNKS, _CHANGES = _GENERATIONS_SCHEMA, _CHUNKS_SCHEMA, _CHANGES_SCHEMA
-_FETCHES, _PAGE_RUNS, _PAGES = _FETCHES_SCHEMA, _SEEN_SCHEMA, _PAGES_SCHEMA
+# The tables as ingest writes them, the schemas of its rows (`cdc.store.rows`): the builder
+# leaves ingest's layout.
+_GENERATIONS, _CHUNKS, _CHANGES, _FETCHES, _PAGE_RUNS, _PAGES = map(stored_rows.arrow_schema, (
+    stored_rows.GenerationsRow, stored_rows.ChunkListsRow, stored_rows.ChangesRow, stored_rows.FetchesRow,
+    stored_rows.PageRunsRow, stored_rows.PagesRow))
 _RUNS = pa.schema([
     ("run", pa.int32()), ("label", pa.string()), ("started_at", pa.timestamp("us")),
     ("ended_at", pa.timestamp("us")), ("inputs", pa.list_(pa.string())),
@@ -347,7 +341,7 @@ def crawl_tables(crawl: Crawl, start: int, part: Sequence[int], keys: list[str],
     tables = {"generations": (g, _GENERATIONS), "chunk_lists": (c, _CHUNKS), "changes": (ch, _CHANGES),
               "fetches": (f, _FETCHES), "page_runs": (seen, _PAGE_RUNS)}
     result = {name: pa.table(columns, schema=schema) for name, (columns, schema) in tables.items()}
-    return {**result, "change_words": words_table(words)}, text_bytes
+    return {**result, "change_words": stored_rows.arrow_table(stored_rows.ChangeWordsRow, words)}, text_bytes
 
 
 def run_row(crawl: Crawl, pages: int) -> dict[str, list]:

@@ -12,7 +12,7 @@ data/bench/pydocs.warc.gz (one gzip member per record) with cdc.sources.warc's w
    >= 1.5x), the ingest's peak resident memory (VmHWM, and its worker's), and a pure-CPU
    yardstick (sha256 in 2 processes vs 1) so that a run where the second core was busy
    can be told apart.
-1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.sources.inputs.input_items`) into an
+1. End to end, as `cdc ingest` runs it: the WARC's pages (`cdc.sources.inputs.CrawlRecords`) into an
    `Ingester` with one process per core on a fresh store, main-content extraction done where
    each page is built, in MB/s of HTML payload (1 MB = 10^6 bytes), median of `--runs`
    (default 3).
@@ -58,7 +58,7 @@ from cdc.core.chunking import default_threads
 from cdc.ingest.fetch import FetchOptions, fetch_all
 from cdc.ingest.ingester import WARC_BATCH_BYTES, Ingester
 from cdc.sources.extract import MAIN_CONTENT, WHOLE_PAGE, html_to_record
-from cdc.sources.inputs import input_items
+from cdc.sources.inputs import CrawlRecords
 from cdc.sources.warc import WarcSummary, write_warc_response
 from cdc.store import Store
 from tests.httpserver import TestServer
@@ -128,14 +128,13 @@ def build_big_warc(path: Path, target: int = BIG_BYTES) -> int:
 def ingest(warc: Path, store_path: Path, mode: str = MAIN_CONTENT) -> tuple[float, WarcSummary]:
     """What `cdc ingest FILE.warc.gz` runs: pages extracted where they are built, by this
     process and `default_threads() - 1` forked workers."""
-    summary = WarcSummary()
+    records = CrawlRecords(str(warc), mode)
     start = time.perf_counter()
-    result = Ingester(Store(store_path), batch_bytes=WARC_BATCH_BYTES, workers=default_threads()).run(
-        input_items(str(warc), mode, [], summary))
+    result = Ingester(Store(store_path), batch_bytes=WARC_BATCH_BYTES, workers=default_threads()).run(records)
     elapsed = time.perf_counter() - start
     if result.bad:
         raise SystemExit(f"bad records in the benchmark WARC: {result.bad[:3]}")
-    return elapsed, summary
+    return elapsed, records.summary
 
 
 def wget_crawls(pages: int | None) -> list[Path]:

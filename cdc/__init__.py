@@ -11,11 +11,12 @@ highlighted text, CSV), `analyst` (questions, search, annotations), `demo`, and 
 """
 
 from cdc.core.chunking import Chunk, ChunkBatch, Chunker, Chunks, chunk_batch, chunk_content, chunk_many
-from cdc.core.compare import VERDICTS, ChangeReport, Thresholds, compare
+from cdc.core.compare import ChangeReport, Thresholds, compare
 from cdc.core.gear import ChunkParams
 from cdc.core.normalize import content_digest, content_for_chunking
 from cdc.core.refine import Edit
 from cdc.core.spec import SPEC, spec_for
+from cdc.core.verdicts import VERDICTS
 from cdc.errors import CdcError
 
 __version__ = "0.1.0"

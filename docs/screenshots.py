@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this working tree's cdc and tests, before any installed copy
 
-from cdc.demo.crawl import build_demo  # noqa: E402
+from cdc.demo.build import build_demo  # noqa: E402
 from cdc.store import Store  # noqa: E402
 from tests.test_browser import (  # noqa: E402
     CHROMIUM,

@@ -1,16 +1,28 @@
-"""Shared fixtures: the real revision corpus (when ../shared is beside the project)."""
+"""Shared fixtures: the real revision corpus (when ../shared is beside the project), the demo
+store, the two Wget crawls of the docs, and the Hypothesis profile every property test runs under."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import json
+import os
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from cdc import content_for_chunking
-from cdc.demo.crawl import build_demo
+from cdc.demo.build import build_demo
+from tests import sitecrawl
+
+# No per-example deadline (Hypothesis's default is 200 ms): on a loaded machine, with the
+# suite on both cores, a slow example is the machine's doing and not a failure of the code.
+settings.register_profile("cdc", deadline=None)
+settings.load_profile("cdc")
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "rustbook.jsonl.gz"
 
@@ -34,3 +46,29 @@ def demo_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     build_demo(path, pages=36, generations=5)
     return path
+
+
+@contextlib.contextmanager
+def _run_wide_folder(tmp_path_factory, name: str) -> Iterator[Path]:
+    """A folder for this whole test run, held under an exclusive lock for the block: under
+    xdist the workers' temporary folders share a parent, so what one worker builds there the
+    others find built (and wait for while it is being built)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    folder.mkdir(exist_ok=True)
+    with (base / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def docs_crawls(tmp_path_factory) -> sitecrawl.TwoCrawls:
+    """The two Wget crawls of the docs (`tests.sitecrawl`), built once for the run: the files
+    are only read (each test ingests them into stores of its own)."""
+    reason = sitecrawl.available()
+    if reason:
+        pytest.skip(reason)
+    with _run_wide_folder(tmp_path_factory, "docs-crawls") as folder:
+        return sitecrawl.cached_two_crawls(folder, pages=sitecrawl.SUITE_PAGES, seed=sitecrawl.SUITE_SEED)

@@ -4,7 +4,7 @@ Two kinds of pin, each a list of short digests in a fixed order, so a test can n
 first change whose result moved:
 
 - `corpus_pins(path)`: every consecutive pair of versions of every page of one history of
-  the shared corpus, compared by `cdc.core.compare` with both texts (the exact edits), one digest
+  the shared corpus, compared by `cdc.compare` with both texts (the exact edits), one digest
   per pair of everything the report holds: chunks added, removed and moved, the alignment,
   the three measures, the verdict and the edits.
 - `store_pins(db)`: every `changes` row of a store, keyed by page and the rank of its
@@ -32,6 +32,7 @@ from pathlib import Path
 import duckdb
 
 import cdc
+from tests import sitecrawl
 
 HISTORIES = {"en": "rustbook.jsonl.gz", "zh": "rustbook-zh.jsonl.gz", "ja": "rustbook-ja.jsonl.gz"}
 
@@ -100,7 +101,8 @@ def store_pins(db: Path) -> dict[str, str]:
     return {ORIGIN.sub("", key): _digest(rows) for key, rows in sorted(by_page.items())}
 
 
-CRAWL_PAGES, CRAWL_SEED = 80, 0  # as tests/test_sitecrawl.py crawls the docs
+# The docs crawls pinned are the test suite's (conftest.py's `docs_crawls`): 80 pages, seed 0.
+CRAWL_PAGES, CRAWL_SEED = sitecrawl.SUITE_PAGES, sitecrawl.SUITE_SEED
 
 
 def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]:
@@ -116,7 +118,6 @@ def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]
 def store_pin_sets(corpus: Path, crawls: Path, workdir: Path) -> dict[str, dict[str, str]]:
     """The pinned stores: each corpus history, and the two docs crawls in each extraction mode."""
     from cdc.sources.extract import EXTRACTION_MODES
-    from tests import sitecrawl
 
     built = sitecrawl.cached_two_crawls(crawls, pages=CRAWL_PAGES, seed=CRAWL_SEED)
     sets = {f"store-{name}": ingested_pins(workdir / f"{name}.duckdb", [corpus / filename])

@@ -29,11 +29,11 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
 from cdc.analyst.queries import version_chunks
-from cdc.core.compare import UNCHANGED, ChangeReport, compare
+from cdc.core.compare import ChangeReport, compare
 from cdc.core.urls import canonical_url
-from cdc.store import Store, Version
+from cdc.core.verdicts import UNCHANGED
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Store, Version
 from tests.sitecrawl import DELETE, INSERT, MOVE, NUMBER, Manifest, PageEdit, locate
 
 MOVE_KIND = "move"
@@ -105,9 +105,10 @@ class SiteStore:
         self.store = store
         self.manifest = manifest
         self.host = store.page(canonical_url(next(iter(manifest.pages)))).host
-        self.boilerplate = frozenset(store.boilerplate_digests(self.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES))
+        self.boilerplate = frozenset(store.boilerplate_digests(self.host, BOILERPLATE_SHARE,
+                                                               BOILERPLATE_MIN_PAGES))
         # What `cdc compare --ignore-boilerplate` leaves out: the rule over both crawls.
-        self.template = frozenset(store.template_digests(self.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES))
+        self.template = frozenset(store.template_digests(self.host, BOILERPLATE_SHARE, BOILERPLATE_MIN_PAGES))
         self.versions: dict[str, dict[int, Version]] = {}  # by crawl, 1 and 2
         numbers = {url: [g.generation for g in store.generations(canonical_url(url))]
                    for url in manifest.pages}

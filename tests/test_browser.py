@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import pytest
 
 from cdc.analyst.queries import compare_generations
-from cdc.demo.crawl import build_demo
+from cdc.demo.build import build_demo
 from cdc.store import Store
 from ui import compare_pair
 
@@ -36,7 +36,11 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+pytestmark = [
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+    pytest.mark.slow,
+    pytest.mark.xdist_group("browser"),  # one worker starts the module's server (docs/testing.md)
+]
 
 
 def free_port() -> int:

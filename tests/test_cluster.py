@@ -18,14 +18,18 @@ from cdc.cli.main import EXIT_FAILURE, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, main
 from cdc.ingest.cluster import cluster_ingest, local_cluster
 from cdc.ingest.ingester import Ingester
 from cdc.ingest.observations import ShardReport
-from cdc.sources.inputs import input_items
-from cdc.sources.warc import WarcSummary
+from cdc.sources.inputs import CrawlRecords
 from cdc.store import Store
 from tests import archives, crawlgen
 from tests.storerows import assert_same_rows, without_runs
 from tests.storerows import store_rows as rows
 
 distributed = pytest.importorskip("distributed")
+
+# The command line's local clusters take the Dask dashboard's port 8787, one per machine: the
+# tests that start one share an xdist worker (docs/testing.md). The whole module does, so its
+# cluster (`client`) is started once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask-dashboard")]
 
 SPLIT_PAGE = "https://shop0.example/split"
 
@@ -52,8 +56,7 @@ def base(tmp_path):
     """A starting store: the first version of some of the pages, ingested before."""
     path = tmp_path / "base.duckdb"
     first = crawlgen.crawl(hosts=2, pages=5, versions=1)[::2]
-    Ingester(Store(path)).run(input_items(str(crawlgen.write_jsonl(tmp_path / "base.jsonl", first)),
-                                          "main", [], WarcSummary()))
+    Ingester(Store(path)).run(CrawlRecords(str(crawlgen.write_jsonl(tmp_path / "base.jsonl", first)), "main"))
     return path
 
 
@@ -104,7 +107,7 @@ def test_eight_interleaved_shards_end_in_the_store_of_the_plain_ingest(client, t
     shards = [crawlgen.write_jsonl(tmp_path / f"interleaved-{n}.jsonl", part) for n, part in enumerate(parts)]
     plain = Store(tmp_path / "plain.duckdb")
     summary = Ingester(plain, batch_records=5).run_inputs(
-        [input_items(str(shard), "main", [], WarcSummary()) for shard in shards])
+        [CrawlRecords(str(shard), "main") for shard in shards])
     assert summary.older > 10 and summary.new_generations == len(records) and not summary.bad
     cluster = Store(tmp_path / "cluster.duckdb")
     cluster_ingest(client, [str(shard) for shard in reversed(shards)], cluster)
@@ -295,8 +298,7 @@ def test_a_cluster_ingest_reaching_back_into_stored_histories_writes_the_single_
     late = [crawlgen.record(urls[0], 3, bodies[6]), crawlgen.record(urls[1], 0, bodies[5])]
     base = Store(tmp_path / "base.duckdb")
     base.set_retention(RetentionPolicy(10))
-    Ingester(base).run(input_items(str(crawlgen.write_jsonl(tmp_path / "stored.jsonl", stored)), "main", [],
-                                   WarcSummary()))
+    Ingester(base).run(CrawlRecords(str(crawlgen.write_jsonl(tmp_path / "stored.jsonl", stored)), "main"))
     shards = [crawlgen.write_jsonl(tmp_path / f"late-{n}.jsonl", [record]) for n, record in enumerate(late)]
     expected = single_process(base.path, tmp_path, shards)
     store = copy_store(base.path, tmp_path / "cluster.duckdb")

@@ -148,6 +148,7 @@ def test_every_page_runs_on_the_demo_store(demo_path, monkeypatch, page):
     open_page(app, page)
 
 
+@pytest.mark.slow  # builds the default demo store
 def test_first_launch_builds_the_demo_store_and_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CDC_DB", raising=False)

@@ -18,7 +18,8 @@ from cdc import CdcError
 from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.analyst.queries import compare_generations
 from cdc.demo import text as demotext
-from cdc.demo.crawl import DEFAULT_PAGES, HOSTS, build_demo, demo_records
+from cdc.demo.build import build_demo
+from cdc.demo.crawl import DEFAULT_PAGES, HOSTS, demo_records
 from cdc.ingest.ingester import Ingester
 from cdc.store import Store
 

@@ -8,8 +8,7 @@ from datetime import date, datetime, timedelta
 import plotly.graph_objects as go
 import pytest
 
-from cdc import chunk_content
-from cdc.core import compare
+from cdc import chunk_content, compare
 from cdc.present.figures import (
     CATEGORY_LABELS,
     PALETTE,

@@ -75,6 +75,7 @@ def test_a_full_disk_is_one_line_and_the_same_command_completes_the_store(small_
 
 
 @pytest.mark.slow  # a local Dask cluster and 16 MB of input
+@pytest.mark.xdist_group("dask-dashboard")  # its dashboard takes port 8787 (docs/testing.md)
 def test_a_full_disk_under_a_cluster_ingest_is_one_line_too(small_disk, tmp_path, capsys):
     pytest.importorskip("distributed")
     pages = crawl_of(2 * DISK_MB)

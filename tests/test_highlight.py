@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc import chunk_content
-from cdc.core import compare
+from cdc import chunk_content, compare
 from cdc.present.highlight import (
     FIRST_CHANGE_IDS,
     changes_list,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import pins, sitecrawl
+from tests import pins
 
 PINS = Path(__file__).parent / "data" / "pins"
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -43,12 +43,10 @@ def test_every_corpus_comparison_is_as_pinned(name):
 
 
 @pytest.mark.slow
-def test_every_ingested_store_is_as_pinned(tmp_path):
+def test_every_ingested_store_is_as_pinned(tmp_path, docs_crawls):
     _corpus("en")
-    reason = sitecrawl.available()
-    if reason:
-        pytest.skip(reason)
-    found = pins.store_pin_sets(CORPUS, tmp_path / "crawls", tmp_path)
+    # The folder of conftest.py's crawls, the pins' pages and seed: found built there.
+    found = pins.store_pin_sets(CORPUS, docs_crawls.crawl1.parent, tmp_path)
     for name, pages in found.items():
         pinned = json.loads((PINS / f"{name}.json").read_text())
         assert pages == pinned, f"{name}: {_first_difference(pages, pinned)}"

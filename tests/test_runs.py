@@ -295,10 +295,15 @@ def test_a_revisit_record_is_a_page_the_run_saw(tmp_path, db):
     store = Store(db)
     records = [page(SHOP.format(0), 0, body(0))]
     Ingester(store, label="first").run([SourceRecord("a.jsonl", 1, records[0])])
-    from cdc.sources.warc import Revisit
+    from cdc.sources.extract import MAIN_CONTENT
+    from cdc.sources.inputs import CrawlRecords
+    from cdc.sources.warc import write_warc_revisit
 
-    revisits = [Revisit("b.warc", 1, SHOP.format(0), (crawlgen.START + timedelta(days=1)).isoformat())]
-    summary = Ingester(store, label="again", revisits=revisits).run([])
+    warc = tmp_path / "b.warc"
+    with warc.open("wb") as out:  # a WARC of one revisit record: the page fetched again, unchanged
+        fetched_again = crawlgen.START + timedelta(days=1)
+        write_warc_revisit(out, SHOP.format(0), fetched_again.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    summary = Ingester(store, label="again").run(CrawlRecords(str(warc), MAIN_CONTENT))
     assert summary.unchanged == 1
     diff = store.site_diff("first", "again")
     assert (diff.new, diff.not_seen_again, diff.changed, diff.unchanged) == (0, 0, 0, 1)

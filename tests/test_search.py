@@ -31,6 +31,9 @@ from tests.sitecrawl import BANNER, DELETE
 from tests.test_site_view import app_on
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+# One xdist worker runs the module, so that its stores of the docs crawls and of the corpus
+# (`docs`, `cjk`) are each built once (docs/testing.md).
+pytestmark = pytest.mark.xdist_group("search")
 
 
 def ingest(store: Store, records: list[dict]) -> None:
@@ -263,17 +266,12 @@ def test_the_label_filter_keeps_the_changes_annotated_so_on_the_cli_and_the_sear
 
 # --- real crawls: Python's docs crawled twice by Wget -----------------------------------------
 
-DOC_PAGES = 80
-
 
 @pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> tuple[Store, sitecrawl.Manifest]:
-    reason = sitecrawl.available()
-    if reason:
-        pytest.skip(reason)
-    directory = tmp_path_factory.mktemp("search-docs")
-    crawls = sitecrawl.build_two_crawls(directory, pages=DOC_PAGES, seed=0)
-    db = str(directory / "docs.duckdb")
+def docs(docs_crawls, tmp_path_factory) -> tuple[Store, sitecrawl.Manifest]:
+    """The two docs crawls (conftest.py's), ingested one after the other."""
+    crawls = docs_crawls
+    db = str(tmp_path_factory.mktemp("search-docs") / "docs.duckdb")
     for warc in (crawls.crawl1, crawls.crawl2):
         assert main(["--db", db, "ingest", "--quiet", str(warc)]) == EXIT_OK
     return Store(db), crawls.manifest

@@ -26,20 +26,19 @@ from tests import crawlgen, sitecrawl
 from tests.sitecrawl import BANNER
 
 ROOT = Path(__file__).resolve().parents[1]
+# One xdist worker runs the module, so that its store of the docs crawls (`docs`) and the demo
+# store are built once (docs/testing.md).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-view")]
 TITLE = "What changed on the site"
-DOC_PAGES = 80  # of the docs' 530, as tests/test_sitecrawl.py crawls them
 PAGE_SIZE = 50  # views/site.py
 
 
 @pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> tuple[Path, sitecrawl.Manifest]:
-    """The two docs crawls, each ingested with its own run label: the store and the edits made."""
-    reason = sitecrawl.available()
-    if reason:
-        pytest.skip(reason)
-    directory = tmp_path_factory.mktemp("site-docs")
-    crawls = sitecrawl.build_two_crawls(directory, pages=DOC_PAGES, seed=0)
-    db = str(directory / "docs.duckdb")
+def docs(docs_crawls, tmp_path_factory) -> tuple[Path, sitecrawl.Manifest]:
+    """The two docs crawls (conftest.py's), each ingested with its own run label: the store and
+    the edits made."""
+    crawls = docs_crawls
+    db = str(tmp_path_factory.mktemp("site-docs") / "docs.duckdb")
     for label, warc in (("docs-before", crawls.crawl1), ("docs-after", crawls.crawl2)):
         assert main(["--db", db, "ingest", "--quiet", "--run", label, str(warc)]) == EXIT_OK
     return Path(db), crawls.manifest

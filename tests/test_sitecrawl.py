@@ -23,17 +23,14 @@ from cdc.store import Store
 from tests import sitecrawl, sitemeasure
 from tests.sitecrawl import BANNER, EDIT_KINDS, NONE, START_PAGE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sitecrawl")]  # `stores` built once
 
-PAGES = 80  # of the docs' 530: the two crawls take about five seconds
+PAGES = sitecrawl.SUITE_PAGES
 
 
 @pytest.fixture(scope="module")
-def crawls(tmp_path_factory) -> sitecrawl.TwoCrawls:
-    reason = sitecrawl.available()
-    if reason:
-        pytest.skip(reason)
-    return sitecrawl.build_two_crawls(tmp_path_factory.mktemp("sitecrawl"), pages=PAGES, seed=0)
+def crawls(docs_crawls) -> sitecrawl.TwoCrawls:
+    return docs_crawls  # conftest.py's: the crawls of the docs built once for the run
 
 
 @pytest.fixture(scope="module")

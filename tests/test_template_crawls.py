@@ -20,17 +20,18 @@ import pytest
 
 from cdc.analyst.queries import compare_generations
 from cdc.cli.main import EXIT_OK, main
-from cdc.core.compare import UNCHANGED
 from cdc.core.urls import canonical_url
+from cdc.core.verdicts import TEMPLATE_ONLY, UNCHANGED
 from cdc.store import Store
-from cdc.store.reads import TEMPLATE_ONLY
 from tests import sitecrawl
 from tests.sitecrawl import MOVE, NONE
 from tests.test_site_view import app_on, pages_table, rerun
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs the module: its third crawl serves the site again at the port of the
+# run's docs crawls (conftest.py's `docs_crawls`), which one server at a time can hold.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("template-crawls")]
 
-PAGES, SEED = 80, 0  # as tests/test_sitecrawl.py and the pins crawl the docs
+PAGES = sitecrawl.SUITE_PAGES  # conftest.py's `docs_crawls`, as tests/test_sitecrawl.py reads them
 JOINED_PAGES = 4  # pages whose two paragraphs the third crawl joins into one
 
 
@@ -75,12 +76,10 @@ def _crawl_joined(crawls: sitecrawl.TwoCrawls, workdir: Path) -> tuple[Path, lis
 
 
 @pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> Docs:
-    reason = sitecrawl.available()
-    if reason:
-        pytest.skip(reason)
-    directory = tmp_path_factory.mktemp("template-docs")
-    crawls = sitecrawl.cached_two_crawls(directory / "crawls", pages=PAGES, seed=SEED)
+def docs(docs_crawls, tmp_path_factory) -> Docs:
+    """The two docs crawls (conftest.py's) and a third that joins paragraphs, each ingested as a
+    run of its own."""
+    directory, crawls = tmp_path_factory.mktemp("template-docs"), docs_crawls
     crawl3, joined = _crawl_joined(crawls, directory)
     db = str(directory / "docs.duckdb")
     runs = (("docs-before", crawls.crawl1), ("docs-after", crawls.crawl2), ("docs-joined", crawl3))

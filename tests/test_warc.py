@@ -9,8 +9,8 @@ import os
 import pytest
 
 from cdc.ingest.ingester import Ingester
-from cdc.sources.extract import WHOLE_PAGE
-from cdc.sources.inputs import JSONL, WARC, sniff
+from cdc.sources.extract import MAIN_CONTENT, WHOLE_PAGE
+from cdc.sources.inputs import JSONL, WARC, CrawlRecords, sniff
 from cdc.sources.jsonl import BadRecord, SourceRecord
 from cdc.sources.warc import Revisit, WarcSummary, iter_warc, write_warc_response, write_warc_revisit
 from cdc.store import Store
@@ -222,3 +222,24 @@ def test_ingest_twice_changes_nothing(tmp_path, sample):
     second = run()
     assert first.new_generations > 0
     assert second.new_generations == 0
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_one_iterator_yields_the_pages_and_holds_the_revisits_and_the_counts(tmp_path, compress):
+    """The records, the revisits and the summary come from one reader (`CrawlRecords`), as
+    warcio's iterator holds what it read: no list or summary handed in from outside; and an
+    ingest of it marks the revisit and counts the archive's records."""
+    out = io.BytesIO()
+    write_sample(out, compress)
+    path = tmp_path / ("sample.warc.gz" if compress else "sample.warc")
+    path.write_bytes(out.getvalue())
+    records = CrawlRecords(str(path), MAIN_CONTENT)
+    assert records.summary is None  # opened at the first next(), where a shard runs
+    pages = list(records)
+    assert [revisit.url for revisit in records.revisits] == ["https://shop.example/"]
+    assert records.summary.revisits == 1
+    assert records.summary.pages == len(pages)
+
+    summary = Ingester(Store(tmp_path / "cdc.duckdb")).run(CrawlRecords(str(path), MAIN_CONTENT))
+    assert summary.warc.revisits == 1 and summary.warc.pages == len(pages)
+    assert summary.unchanged == 1  # the revisit: fetched again, unchanged

@@ -4,20 +4,20 @@ chunk occurs."""
 import streamlit as st
 
 import ui
-from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE
 
 store = ui.current_store()
 st.title("Boilerplate")
 
-hosts = [host for host, _ in store.hosts()]
+hosts = [row.host for row in store.hosts()]
 if not hosts:
     ui.fail("The store has no pages yet: `cdc ingest FILE` adds some.")
 left, middle, right = st.columns([2, 1, 1])
-ui.from_query("bp-host", hosts)
+ui.query_to_state("bp-host", "bp-host", hosts.__contains__)
 host = left.selectbox("Host", hosts, key="bp-host")
-st.query_params["bp-host"] = host
-share = middle.slider("On more than this share of its pages", 0.01, 0.9, DEFAULT_SHARE, 0.01)
-min_pages = right.number_input("And at least this many pages", 2, 1000, DEFAULT_MIN_PAGES)
+ui.put_in_query("bp-host", host)
+share = middle.slider("On more than this share of its pages", 0.01, 0.9, BOILERPLATE_SHARE, 0.01)
+min_pages = right.number_input("And at least this many pages", 2, 1000, BOILERPLATE_MIN_PAGES)
 
 chunks = ui.cached_host_boilerplate(store, host, share, int(min_pages))
 st.subheader(f"{host}: {len(chunks)} boilerplate chunks")
@@ -38,7 +38,7 @@ if choices:
     picked = st.selectbox("Chunk", list(choices), key="bp-digest")
     holders = store.pages_with_digest(choices[picked])
     st.caption(f"{len(holders)} retained generations hold it")
-    st.dataframe([{"page": key, "generation": generation, "chunk": index,
-                   "open": ui.compare_link(key, None, generation)} for key, generation, index in holders],
+    st.dataframe([{"page": place.natural_key, "generation": place.generation, "chunk": place.chunk_index,
+                   "open": ui.compare_link(place.natural_key, None, place.generation)} for place in holders],
                  column_config={"open": st.column_config.LinkColumn("open", display_text="Compare")},
                  hide_index=True)

@@ -10,6 +10,7 @@ import streamlit as st
 import ui
 import ui_annotate
 from cdc.analyst.queries import version_chunks
+from cdc.core.verdicts import verdict_words
 from cdc.errors import CdcError
 from cdc.present.figures import alignment_figure, compare_trend_figure
 from cdc.present.highlight import changes_list, side_by_side_html
@@ -28,13 +29,11 @@ if len(generations) < 2:
 # open others (a number resolves to the generation current at that time, as Store.version).
 numbers = [g.generation for g in history]
 for name in ("from", "to"):
-    asked = st.query_params.get(name)
-    if asked and asked.isdigit():
-        current = max((n for n in numbers if n <= int(asked)), default=None)
-        if current is not None and current not in generations:
-            st.warning(f"Generation {current} ({name} in the link) is past the retention limit: its "
-                       "text and chunks were dropped. Showing retained generations instead.",
-                       icon=":material/history:")
+    current = ui.linked_generation(name, numbers)
+    if current is not None and current not in generations:
+        st.warning(f"Generation {current} ({name} in the link) is past the retention limit: its "
+                   "text and chunks were dropped. Showing retained generations instead.",
+                   icon=":material/history:")
 
 controls, trend = st.columns([2, 3])
 left, middle = controls.columns(2)
@@ -59,7 +58,7 @@ except CdcError as exc:
 report = result.report
 
 verdict, annotating, *figures = st.columns([1.2, 1.3, 1, 1, 1, 1])
-verdict.metric("Verdict", report.verdict.replace("_", " "))
+verdict.metric("Verdict", verdict_words(report.verdict))
 figures[0].metric("Unchanged (new text)", f"{report.unchanged_ratio:.1%}")
 figures[1].metric("Similarity (shared chunks)", f"{report.similarity:.2f}")
 figures[2].metric("Bytes added", f"{report.bytes_added:,}")

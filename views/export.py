@@ -7,8 +7,7 @@ import datetime as dt
 import streamlit as st
 
 import ui
-from cdc.core.compare import VERDICTS
-from cdc.ingest.versions import NEW
+from cdc.core.verdicts import STORED_VERDICTS, verdict_label
 from cdc.present.export import changes_csv
 from cdc.store import LABELS
 
@@ -17,10 +16,10 @@ PREVIEW_ROWS = 200
 store = ui.current_store()
 st.title("Export change summaries")
 
-hosts = ["(all hosts)"] + [host for host, _ in store.hosts()]
+hosts = ["(all hosts)"] + [row.host for row in store.hosts()]
 left, right = st.columns(2)
 host = left.selectbox("Host", hosts, key="export-host")
-verdicts = right.multiselect("Verdicts", [*VERDICTS[1:], NEW], key="export-verdicts",
+verdicts = right.multiselect("Verdicts", STORED_VERDICTS, key="export-verdicts", format_func=verdict_label,
                              help="None selected: every verdict")
 left, right = st.columns(2)
 since = left.date_input("Fetched on or after", value=None, key="export-since")

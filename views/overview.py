@@ -4,6 +4,7 @@ import streamlit as st
 
 import ui
 from cdc.core.timebins import choose_bin
+from cdc.core.verdicts import verdict_words
 from cdc.present.figures import first_sightings, host_heatmap, verdict_figure
 
 store = ui.current_store()
@@ -30,7 +31,7 @@ with right:
     span = store.time_span()
     period = choose_bin(span or ())
     st.subheader(f"How much changed, per host and {period}")
-    activity = [(host, bucket, float(changed)) for host, bucket, changed, _ in store.host_activity(period)]
+    activity = [(row.host, row.bucket, float(row.bytes_changed)) for row in store.host_activity(period)]
     heatmap = host_heatmap(activity, period=period, aggregate="sum", value_label="bytes changed",
                                     span=span)
     st.plotly_chart(heatmap, key="heatmap")
@@ -44,7 +45,7 @@ st.dataframe(
         "page": row.natural_key,
         "open": ui.compare_link(row.natural_key, row.previous_generation, row.generation),
         "host": row.host,
-        "verdict": row.shown_verdict.replace("_", " "),
+        "verdict": verdict_words(row.shown_verdict),
         "changed": 1 - min(row.unchanged_ratio or 0.0, row.retained_ratio or 0.0),
         "+bytes": row.bytes_added,
         "-bytes": row.bytes_removed,

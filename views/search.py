@@ -11,9 +11,8 @@ import streamlit as st
 
 import ui
 from cdc.analyst.search import SearchQuery, hits_csv, search
-from cdc.core.compare import VERDICTS
+from cdc.core.verdicts import STORED_VERDICTS, verdict_label
 from cdc.errors import CdcError
-from cdc.ingest.versions import NEW
 from cdc.store import LABELS
 
 PAGE_SIZE = 50
@@ -28,7 +27,7 @@ st.caption("Words a change added or removed, in its exact edits: a phrase of who
 
 def to_query(key: str, name: str) -> dict:
     """A widget's on_change: its value to the query string; a new search starts at page 1."""
-    return {"on_change": ui.state_to_query, "args": (key, name, "page")}
+    return ui.kept_in_query(key, name, "page")
 
 
 ui.query_to_state("search-q", "q", lambda value: True, default="")
@@ -38,11 +37,11 @@ left, middle, right = st.columns(3)
 ui.query_to_state("search-side", "side", SIDE_LABELS.__contains__, default=EITHER)
 side = left.radio("The change", list(SIDE_LABELS), key="search-side", format_func=SIDE_LABELS.get,
                   horizontal=True, **to_query("search-side", "side"))
-hosts = [""] + [host for host, _ in store.hosts()]
+hosts = [""] + [row.host for row in store.hosts()]
 ui.query_to_state("search-host", "host", hosts.__contains__, default="")
 host = middle.selectbox("Host", hosts, key="search-host", format_func=lambda value: value or "all hosts",
                         **to_query("search-host", "host"))
-verdicts = right.multiselect("Verdicts", [*list(VERDICTS[1:]), NEW], key="search-verdicts",
+verdicts = right.multiselect("Verdicts", STORED_VERDICTS, key="search-verdicts", format_func=verdict_label,
                              help="None selected: every verdict")
 left, right = st.columns([1, 2])
 ui.query_to_state("search-template", "template", lambda value: True, "True".__eq__, default=False)
@@ -53,7 +52,7 @@ include_template = left.toggle("Template-only changes too", key="search-template
 ui.labels_to_state("search-labels")
 labels = right.multiselect("Annotated as", LABELS, key="search-labels",
                            placeholder="any change, judged or not",
-                           on_change=ui.labels_to_query, args=("search-labels",),
+                           **ui.kept_in_query("search-labels", "label", "page", spell=",".join),
                            help="Only the changes an analyst marked so (Compare's *Judge this change*)")
 
 if not phrase.strip():
@@ -84,9 +83,8 @@ if not result.total:
     st.stop()
 
 left, middle, right = st.columns([1, 3, 1])
-page = left.number_input("Page", 1, pages, key="search-page", on_change=ui.state_to_query,
-                         args=("search-page", "page"))
-st.query_params["page"] = str(page)
+page = left.number_input("Page", 1, pages, key="search-page", **ui.kept_in_query("search-page", "page"))
+ui.put_in_query("page", page)
 offset = (page - 1) * PAGE_SIZE
 middle.caption(f"{offset + 1:,}-{offset + len(result.hits):,} of {result.total:,} hits, newest change first. "
                "*Compare* opens the change: its two generations side by side, at the first edit.")

@@ -14,16 +14,14 @@ import streamlit as st
 
 import ui
 from cdc.analyst.search import watch_hits
+from cdc.core.verdicts import TEMPLATE_ONLY, verdict_label
 from cdc.errors import CdcError
 from cdc.store import LABELS
-from cdc.store.reads import TEMPLATE_ONLY
 from cdc.store.sitediff import latest_crawls
 
 PAGE_SIZE = 50
 SHOWN_TEMPLATE_CHANGES = 200
 BY_RUNS, BY_DATES = "runs", "dates"
-VERDICT_LABELS = {"minor": "Minor", "rewrite": "Rewrite", "different_page": "Different page",
-                  "changed": "Changed, not measured", TEMPLATE_ONLY: "Template only"}
 
 store = ui.current_store()
 st.title("What changed on the site")
@@ -54,7 +52,7 @@ def run_label(run: int) -> str:
 def to_query(key: str, name: str) -> dict:
     """A widget's on_change: its value to the query string; a changed diff starts at page 1
     of every changed page."""
-    return {"on_change": ui.state_to_query, "args": (key, name, "group", "page")}
+    return ui.kept_in_query(key, name, "group", "page")
 
 
 ui.query_to_state("site-by", "by", lambda value: value in (BY_RUNS, BY_DATES), default=BY_RUNS)
@@ -69,18 +67,16 @@ if by == BY_RUNS:
                            **to_query("site-a", "a"))
     run_b = middle.selectbox("Run B (after)", ids, key="site-b", format_func=run_label,
                              **to_query("site-b", "b"))
-    st.query_params.update({"a": str(run_a), "b": str(run_b)})
-    for stale in ("by", "date_a", "date_b"):
-        st.query_params.pop(stale, None)
+    ui.put_all_in_query({"a": run_a, "b": run_b})
+    ui.drop_from_query("by", "date_a", "date_b")
 else:
     for name, key, run in (("date_a", "site-date-a", finished[0].run),
                            ("date_b", "site-date-b", finished[1].run)):
         ui.query_to_state(key, name, lambda value: True, dt.date.fromisoformat, default=crawl_day(run))
     day_a = left.date_input("The crawl of (before)", key="site-date-a", **to_query("site-date-a", "date_a"))
     day_b = middle.date_input("The crawl of (after)", key="site-date-b", **to_query("site-date-b", "date_b"))
-    st.query_params.update({"by": BY_DATES, "date_a": str(day_a), "date_b": str(day_b)})
-    for stale in ("a", "b"):
-        st.query_params.pop(stale, None)
+    ui.put_all_in_query({"by": BY_DATES, "date_a": day_a, "date_b": day_b})
+    ui.drop_from_query("a", "b")
     picked = []
     for column, day in ((left, day_a), (middle, day_b)):
         info = store.run_on(day)
@@ -91,14 +87,11 @@ else:
         picked.append(info.run)
     run_a, run_b = picked
 
-hosts = [""] + [host for host, _ in store.hosts()]
+hosts = [""] + [row.host for row in store.hosts()]
 ui.query_to_state("site-host", "host", hosts.__contains__, default="")
 host = right.selectbox("Host", hosts, key="site-host", format_func=lambda value: value or "all hosts",
                        **to_query("site-host", "host"))
-if host:
-    st.query_params["host"] = host
-else:
-    st.query_params.pop("host", None)
+ui.put_in_query("host", host)
 
 if run_a == run_b:
     ui.fail("Both sides are the same crawl run: pick two.")
@@ -110,7 +103,7 @@ for run in (run_a, run_b):
         st.warning(f"{ui.plain_markdown(run_label(run))} did not finish: it saw only part of its crawl.")
 
 ui.query_to_state("site-page", "page", lambda value: value >= 1, int, default=1)
-wanted_group = st.query_params.get("group") or None
+wanted_group = ui.query_value("group") or None
 # The label filter (`?label=noise,unsure`) is drawn with the list below, read here: the diff's
 # list is made with it.
 ui.labels_to_state("site-labels")
@@ -129,7 +122,7 @@ with st.spinner("Comparing the two runs…"):
     diff = diff_at(st.session_state["site-page"], wanted_group)
     groups = {change.key: change for change in diff.template_changes}
     if wanted_group is not None and wanted_group not in groups:  # a link to a change this diff lacks
-        st.query_params.pop("group", None)
+        ui.drop_from_query("group")
         wanted_group, st.session_state["site-page"] = None, 1
         diff = diff_at(1, None)
     group = groups.get(wanted_group)
@@ -142,8 +135,8 @@ first, second = st.columns(4), st.columns(max(len(diff.verdicts) + 1, 4))
 for column, (label, count) in zip(first, [("New pages", diff.new), ("Not seen again", diff.not_seen_again),
                                           ("Changed", diff.changed), ("Unchanged", diff.unchanged)]):
     column.metric(label, f"{count:,}")
-counts = [(VERDICT_LABELS.get(verdict, verdict), count) for verdict, count in diff.verdicts.items()]
-for column, (label, count) in zip(second, [*counts, (VERDICT_LABELS[TEMPLATE_ONLY], diff.template_only)]):
+counts = [(verdict_label(verdict), count) for verdict, count in diff.verdicts.items()]
+for column, (label, count) in zip(second, [*counts, (verdict_label(TEMPLATE_ONLY), diff.template_only)]):
     column.metric(label, "-" if count is None else f"{count:,}")
 
 if store.watches():  # the saved searches' hits at the two runs' ends (`cdc watch`)
@@ -158,7 +151,7 @@ if store.watches():  # the saved searches' hits at the two runs' ends (`cdc watc
     else:
         st.caption("No watch hit in either run (`cdc watch list` lists the watches).")
 
-shared = {name: value for name, value in st.query_params.to_dict().items() if name not in ("group", "page")}
+shared = ui.query_except("group", "page")
 site_wide, single = diff.site_wide_changes, diff.one_page_template_changes
 st.subheader(f"Template changes: {len(site_wide):,}")
 if site_wide:
@@ -197,16 +190,15 @@ def group_label(key: str) -> str:
 
 
 show, judged = st.columns([3, 2])
-show.selectbox("Show", options, key="site-group", format_func=group_label, on_change=ui.state_to_query,
-               args=("site-group", "group", "page"))
+show.selectbox("Show", options, key="site-group", format_func=group_label,
+               **ui.kept_in_query("site-group", "group", "page"))
 judged.multiselect("Annotated as", LABELS, key="site-labels", placeholder="any change, judged or not",
-                   on_change=ui.labels_to_query, args=("site-labels",),
+                   **ui.kept_in_query("site-labels", "label", "page", spell=",".join),
                    help="Only the pages whose change an analyst marked so")
 total = diff.changed if diff.listed is None else diff.listed
 left, right = st.columns([1, 4])
-page = left.number_input("Page", 1, pages, key="site-page", on_change=ui.state_to_query,
-                         args=("site-page", "page"))
-st.query_params["page"] = str(page)
+page = left.number_input("Page", 1, pages, key="site-page", **ui.kept_in_query("site-page", "page"))
+ui.put_in_query("page", page)
 if diff.pages:
     right.caption(f"{diff.offset + 1:,}-{diff.offset + len(diff.pages):,} of {total:,}. "
                   "*Compare* opens the page's two generations side by side.")
@@ -217,7 +209,7 @@ st.dataframe([{
     "page": changed.natural_key,
     "open": ui.compare_link(changed.natural_key, changed.generation_a, changed.generation_b),
     "host": changed.host,
-    "verdict": VERDICT_LABELS.get(changed.shown_verdict, changed.shown_verdict),
+    "verdict": verdict_label(changed.shown_verdict),
     "template only": changed.template_only,
     "changed": changed.share_changed,
     "what changed": changed.excerpt,

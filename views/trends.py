@@ -4,6 +4,7 @@ changed in each hour, day, week or month (the bin that fits the span of its chan
 import streamlit as st
 
 import ui
+from cdc.core.urls import host_of_key
 from cdc.present.figures import trend_figure
 
 store = ui.current_store()
@@ -16,7 +17,7 @@ st.plotly_chart(trend_figure(history), key="trend")
 st.page_link("views/compare.py", label="Compare its latest two generations",
              query_params={"url": url}, icon=":material/compare:")
 
-host = ui.host_of_key(url)
+host = host_of_key(url)
 period, distribution = ui.cached_host_distribution(store, host)
 st.subheader(f"Change on {host}, per {period}")
 if distribution is not None:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdc.core.excerpts import one_line, shortened
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, Store
 
-DEFAULT_SHARE = BOILERPLATE_SHARE
-DEFAULT_MIN_PAGES = BOILERPLATE_MIN_PAGES
 SAMPLE_CHARS = 160
 
 
@@ -44,18 +43,17 @@ class SharedChunk:
 
 
 def _shortened(data: bytes | None) -> str:
-    text = " ".join((data or b"").decode("utf-8", "ignore").split())
-    return text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS - 1] + "…"
+    return shortened(one_line((data or b"").decode("utf-8", "ignore")), SAMPLE_CHARS)
 
 
-def host_boilerplate(store: Store, host: str, share: float = DEFAULT_SHARE,
-                     min_pages: int = DEFAULT_MIN_PAGES) -> list[BoilerplateChunk]:
+def host_boilerplate(store: Store, host: str, share: float = BOILERPLATE_SHARE,
+                     min_pages: int = BOILERPLATE_MIN_PAGES) -> list[BoilerplateChunk]:
     """The host's boilerplate chunks, most widespread first, each with a sample of its text."""
-    return [BoilerplateChunk(digest, pages, fraction, _shortened(sample))
-            for digest, pages, fraction, *_, sample in store.host_boilerplate(host, share, min_pages, True)]
+    return [BoilerplateChunk(row.digest, row.pages, row.share, _shortened(row.sample))
+            for row in store.host_boilerplate(host, share, min_pages, True)]
 
 
 def shared_across_hosts(store: Store, min_hosts: int = 2, limit: int = 200) -> list[SharedChunk]:
     """Chunks present on `min_hosts` or more hosts, with the hosts."""
-    return [SharedChunk(digest, hosts, pages, _shortened(sample))
-            for digest, _count, hosts, pages, _, sample in store.shared_across_hosts(min_hosts, limit, True)]
+    return [SharedChunk(row.digest, row.hosts, row.pages, _shortened(row.sample))
+            for row in store.shared_across_hosts(min_hosts, limit, True)]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE
+from cdc.core.captures import current_generation
 from cdc.core.chunking import Chunk, chunks_from_lengths
 from cdc.core.compare import ChangeReport, compare
 from cdc.core.urls import canonical_url
 from cdc.errors import InvalidUrlError, PageNotFoundError
-from cdc.store import PageInfo, Store, Version
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, PageInfo, Store, Version
 
 
 def find_page(store: Store, url: str) -> PageInfo:
@@ -31,12 +31,12 @@ def find_page(store: Store, url: str) -> PageInfo:
 
 def _current_at(page: PageInfo, numbers: list[int], number: int) -> int:
     """The generation a number names: the one it is, else the one current at that time."""
-    current = [held for held in numbers if held <= number]
-    if not current:
+    current = current_generation(numbers, number)
+    if current is None:
         raise PageNotFoundError(
             f"{page.natural_key} has no generation {number}: its generations are {_listed(numbers)} "
             "(`cdc history` lists them)")
-    return current[-1]
+    return current
 
 
 def generation_at(store: Store, page: PageInfo, number: int) -> int:
@@ -88,7 +88,7 @@ def compare_generations(store: Store, url: str, old: int | None = None, new: int
         versions.append(version)
     # The host's template over its retained generations: across a site-wide change, both the
     # navigation it replaced and the new one are left out.
-    ignored = frozenset(store.template_digests(page.host, DEFAULT_SHARE, DEFAULT_MIN_PAGES)) \
+    ignored = frozenset(store.template_digests(page.host, BOILERPLATE_SHARE, BOILERPLATE_MIN_PAGES)) \
         if ignore_boilerplate else frozenset()
     report = compare(version_chunks(versions[0]), version_chunks(versions[1]),
                      old_text=versions[0].text, new_text=versions[1].text, ignore=ignored)

@@ -23,6 +23,7 @@ from cdc.analyst.annotations import (
 )
 from cdc.analyst.queries import find_page
 from cdc.cli.common import EXIT_OK, EXIT_SKIPPED
+from cdc.core.excerpts import one_line, shortened
 from cdc.errors import AnnotationError
 from cdc.store import LABELS, AnnotatedChange, Store
 
@@ -127,8 +128,8 @@ def _annotations_command(store: Store, args: argparse.Namespace) -> int:
           f"{'annotated_at':<16}  url  note")
     for row in rows:
         # One line, no control characters: a note is untrusted text, and this is a terminal.
-        note = "".join(char if char.isprintable() else " " for char in " ".join((row.note or "").split()))
-        note = note if len(note) <= NOTE_SHOWN else note[:NOTE_SHOWN - 1] + "…"
+        note = "".join(char if char.isprintable() else " " for char in one_line(row.note or ""))
+        note = shortened(note, NOTE_SHOWN)
         print(f"{row.label:<11}  {row.generation:>14}  {row.previous_generation or '-':>14}  "
               f"{row.verdict or '-':<14}  {row.annotated_by:<12}  {row.annotated_at:%Y-%m-%d %H:%M}  "
               f"{row.natural_key}  {note}")

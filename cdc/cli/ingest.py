@@ -20,7 +20,7 @@ from cdc.runtime.nopandas import forgo_pandas
 from cdc.sources.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES
 from cdc.sources.inputs import open_crawl_inputs, run_mode
 from cdc.sources.jsonl import open_input
-from cdc.sources.warc import Revisit, WarcSummary
+from cdc.sources.warc import WarcSummary
 from cdc.store import RetentionPolicy, Store
 
 SHOWN_PROBLEMS = 20  # bad records listed one by one in a summary
@@ -126,27 +126,25 @@ def _local_ingest(args: argparse.Namespace, store: Store, lake, started: float, 
     try:
         mode = run_mode(inputs, args.extract)
         archives = any(item.is_archive for item in inputs)
-        revisits: list[Revisit] = []
         if archives:
             store.check_extraction_mode(mode)  # claimed with the first batch: a failed run claims nothing
         ingester = Ingester(store, on_batch=(lambda s: _progress(s, started, sys.stderr)) if show else None,
                             workers=args.processes, on_write=lake.write if lake else None,
                             batch_bytes=WARC_BATCH_BYTES if archives else BATCH_BYTES,
-                            label=args.run_label, inputs=args.files, revisits=revisits,
+                            label=args.run_label, inputs=args.files,
                             extraction_mode=mode if archives else None)
-        warc = WarcSummary()
         # One run over all the files, each record numbered by its file and its place in it: a
         # batch may span files, so a page's versions spread over small files meet in one batch
         # and are ordered by fetch time, as a cluster ingest orders them.
-        ingester.run_inputs([item.items(mode, revisits, warc) for item in inputs])
+        ingester.run_inputs([item.records(mode) for item in inputs])
     finally:
         for item in inputs:
             item.close()
     if show:
         sys.stderr.write("\n")
     _print_summary(ingester.summary, time.monotonic() - started)
-    if archives:
-        _print_warc_summary(warc)
+    if ingester.summary.warc is not None:
+        _print_warc_summary(ingester.summary.warc)
     print(cli_runs.run_line(store, ingester.run_id))
     return cli_search.report_watches(store, ingester.run_id, args,
                                      EXIT_SKIPPED if ingester.summary.skipped else EXIT_OK)

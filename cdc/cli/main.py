@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 from cdc import __version__
-from cdc.analyst.boilerplate import DEFAULT_MIN_PAGES, DEFAULT_SHARE, host_boilerplate, shared_across_hosts
+from cdc.analyst.boilerplate import host_boilerplate, shared_across_hosts
 from cdc.analyst.queries import compare_generations, find_page
 from cdc.cli import annotate as cli_annotate
 from cdc.cli import ingest as cli_ingest
@@ -38,16 +38,17 @@ from cdc.cli.common import (  # noqa: F401 (the exit codes are the CLI's API, as
     time_option,
 )
 from cdc.core.chunking import Chunk, Chunker, chunk_content, default_threads
-from cdc.core.compare import VERDICTS, ChangeReport, compare
+from cdc.core.compare import ChangeReport, compare
 from cdc.core.compiled import AHEAD_OF_TIME
+from cdc.core.excerpts import region_line
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
+from cdc.core.verdicts import STORED_VERDICTS
 from cdc.errors import CdcError, PageNotFoundError
-from cdc.ingest.versions import NEW, shown
 from cdc.present.export import write_changes_csv
 from cdc.present.launch import DEFAULT_DB, DEMO_DB
 from cdc.runtime.lifeline import Terminated, stop_on_sigterm, stopped_by
-
-READ_SIZE = 1 << 20
+from cdc.sources.jsonl import READ_SIZE, open_file
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE
 
 
 def _params(args: argparse.Namespace) -> ChunkParams:
@@ -58,16 +59,8 @@ def _params(args: argparse.Namespace) -> ChunkParams:
 
 
 def _open_input(name: str) -> BinaryIO:
-    if name == "-":
-        return sys.stdin.buffer
-    try:
-        return open(name, "rb")
-    except FileNotFoundError as exc:
-        raise CdcError(f"{name}: no such file") from exc
-    except IsADirectoryError as exc:
-        raise CdcError(f"{name}: is a directory; give a file") from exc
-    except PermissionError as exc:
-        raise CdcError(f"{name}: permission denied") from exc
+    """The file `name` ("-": stdin) as it is, or a one-line InputError (the sources' opener)."""
+    return sys.stdin.buffer if name == "-" else open_file(name)
 
 
 def _read_all(name: str) -> bytes:
@@ -107,10 +100,6 @@ def _chunk_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _excerpt(text: bytes, offset: int, length: int, limit: int = 120) -> str:
-    return shown(text, offset, length, limit) + (" …" if length > limit else "")
-
-
 def _report_dict(report: ChangeReport) -> dict:
     return {
         "changed": report.changed,
@@ -135,8 +124,8 @@ def _print_report(report: ChangeReport, old: bytes, new: bytes) -> None:
     print(f"bytes added {report.bytes_added}, removed {report.bytes_removed}, "
           f"chunks moved {len(report.moved)}")
     for edit in report.edits:
-        before = _excerpt(old, edit.old_offset, edit.old_length)
-        after = _excerpt(new, edit.new_offset, edit.new_length)
+        before = region_line(old, edit.old_offset, edit.old_length, cut_mark=" …")
+        after = region_line(new, edit.new_offset, edit.new_length, cut_mark=" …")
         if edit.kind == "insert":
             print(f"  + at {edit.new_offset}: {after}")
         elif edit.kind == "delete":
@@ -210,7 +199,7 @@ def _export_command(args: argparse.Namespace) -> int:
 
 def _boilerplate_command(args: argparse.Namespace) -> int:
     store = open_store(args)
-    hosts = [args.host] if args.host else [host for host, _ in store.hosts()]
+    hosts = [args.host] if args.host else [row.host for row in store.hosts()]
     for host in hosts:
         chunks = host_boilerplate(store, host, args.share, args.min_pages)
         print(f"{host}: {len(chunks)} boilerplate chunks")
@@ -255,7 +244,7 @@ def _prune_command(args: argparse.Namespace) -> int:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
-    from cdc.demo import crawl as demo
+    from cdc.demo import build as demo
 
     path = args.db or str(DEMO_DB)
     started = time.monotonic()
@@ -356,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--host")
     export.add_argument("--since", type=time_option, help="fetched at or after (ISO 8601, UTC)")
     export.add_argument("--until", type=time_option, help="fetched before (ISO 8601, UTC)")
-    export.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
+    export.add_argument("--verdict", action="append", choices=STORED_VERDICTS,
+                        help="repeatable; `changed`: a change not measured (its previous text was gone)")
     export.add_argument("--min-change", type=float, default=0.0, metavar="X",
                         help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
     export.add_argument("--run", dest="run_ref", metavar="RUN",
@@ -367,9 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     boilerplate = commands.add_parser("boilerplate", help="chunks shared by a host's pages, and across hosts")
     boilerplate.add_argument("--host")
-    boilerplate.add_argument("--share", type=float, default=DEFAULT_SHARE,
+    boilerplate.add_argument("--share", type=float, default=BOILERPLATE_SHARE,
                              help="of the host's pages (default %(default)s)")
-    boilerplate.add_argument("--min-pages", type=int, default=DEFAULT_MIN_PAGES, help="default %(default)s")
+    boilerplate.add_argument("--min-pages", type=int, default=BOILERPLATE_MIN_PAGES,
+                             help="default %(default)s")
     boilerplate.set_defaults(run=_boilerplate_command)
 
     erase = commands.add_parser("erase", help="remove a page from every table and from the file")

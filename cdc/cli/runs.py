@@ -12,6 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 
 from cdc.cli.common import EXIT_OK
+from cdc.core.verdicts import UNMEASURED
 from cdc.errors import RunError
 from cdc.store import RunInfo, SiteDiff, Store
 
@@ -128,7 +129,7 @@ def _print_diff(diff: SiteDiff) -> None:
             print(f"  note: run {info.run} did not finish: it saw only part of its crawl")
     rows = [("pages seen by both", diff.seen_by_both), ("  unchanged", diff.unchanged),
             ("  changed", diff.changed)]
-    rows += [(f"    {verdict}" + (" (not measured)" if verdict == "changed" else ""), count)
+    rows += [(f"    {verdict}" + (" (not measured)" if verdict == UNMEASURED else ""), count)
              for verdict, count in diff.verdicts.items()]
     rows += [("    template only", diff.template_only), ("new pages", diff.new),
              ("not seen again", diff.not_seen_again)]

@@ -25,9 +25,8 @@ from cdc.analyst.search import (
 )
 from cdc.cli.annotate import labels_given
 from cdc.cli.common import EXIT_OK, EXIT_WATCH_HIT, time_option
-from cdc.core.compare import VERDICTS
+from cdc.core.verdicts import STORED_VERDICTS
 from cdc.errors import CdcError, SearchError
-from cdc.ingest.versions import NEW
 from cdc.store import LABELS, Store
 
 
@@ -45,7 +44,7 @@ def _add_query_options(parser: argparse.ArgumentParser, *, with_run: bool) -> No
                                  "repeatable")
     parser.add_argument("--since", type=time_option, help="changes fetched at or after (ISO 8601, UTC)")
     parser.add_argument("--until", type=time_option, help="changes fetched before (ISO 8601, UTC)")
-    parser.add_argument("--verdict", action="append", choices=(*VERDICTS, NEW), help="repeatable")
+    parser.add_argument("--verdict", action="append", choices=STORED_VERDICTS, help="repeatable")
     parser.add_argument("--include-template", action="store_true",
                         help="search template-only changes too (left out by default)")
 

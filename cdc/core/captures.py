@@ -4,6 +4,7 @@ imported later (a backfill), so what is keyed by it (annotations, watch hits) su
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 CAPTURE_FORMAT = "%Y%m%d%H%M%S"
@@ -17,6 +18,13 @@ def capture_id(moment: datetime) -> int:
 def capture_time(generation: int) -> datetime:
     """The time a generation number spells (the second its first fetch fell in)."""
     return datetime.strptime(str(generation), CAPTURE_FORMAT)
+
+
+def current_generation(numbers: Iterable[int], number: int) -> int | None:
+    """The generation a number names among a page's generation `numbers`: the one it is, else
+    the last to start by then (a fetch of its content found later can move a generation's
+    start earlier, and a number held before still falls inside it); None before the first."""
+    return max((held for held in numbers if held <= number), default=None)
 
 
 def number_after(previous: int | None, moment: datetime) -> int:

@@ -121,7 +121,7 @@ class Chunks(Sequence[Chunk]):
     @property
     def end(self) -> int:
         """Where the last chunk ends (0 without chunks), without making a `Chunk`: what
-        `cdc.core.compare` checks against a text's length on every call."""
+        `cdc.compare` checks against a text's length on every call."""
         if not self._data:
             return 0
         offset, length = _PLACE.unpack_from(self._data, len(self._data) - RECORD.size)

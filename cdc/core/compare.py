@@ -18,7 +18,8 @@ identical paragraphs counts as a removal.
   level when the texts are given.
 - `retained_ratio`: the share of the old version's bytes still present, the same way.
 - `verdict`: routes the change, from the smaller of the two ratios so that a large
-  deletion is no more "minor" than a large insertion (see `Thresholds`).
+  deletion is no more "minor" than a large insertion (see `Thresholds`; the words, with the
+  ones ingest adds, are `cdc.core.verdicts`).
 
 `ignore` leaves the given digests (a host's boilerplate) out of every measure.
 """
@@ -36,12 +37,7 @@ from rapidfuzz.distance import Indel
 from cdc.core.chunking import Chunk
 from cdc.core.chunks import Chunks
 from cdc.core.refine import MOVE, Edit, Side, refine, stretches
-
-UNCHANGED = "unchanged"
-MINOR = "minor"
-REWRITE = "rewrite"
-DIFFERENT_PAGE = "different_page"
-VERDICTS = (UNCHANGED, MINOR, REWRITE, DIFFERENT_PAGE)
+from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, REWRITE, UNCHANGED
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,9 @@ def _bound(old_text, new_text, old_pieces, new_pieces, edges):  # pragma: no cov
     whether the end does, and how far on the old one after it reaches."""
     if edges[0]:
         old, new = old_pieces[0, 0], new_pieces[0, 0]
-        limit = min(old - edges[1], WIDEN_LIMIT)
+        # In an alignment the neighbours on both sides are the same bytes; a caller's runs
+        # that are not one never take the new side past its text.
+        limit = min(old - edges[1], WIDEN_LIMIT, new)
         shift = 0
         while shift < limit and not _boundary_both_compiled(old_text, new_text, old - shift, new - shift):
             shift += 1
@@ -114,7 +116,7 @@ def _bound(old_text, new_text, old_pieces, new_pieces, edges):  # pragma: no cov
     if edges[2]:
         last_old, last_new = len(old_pieces) - 1, len(new_pieces) - 1
         old, new = old_pieces[last_old, 1], new_pieces[last_new, 1]
-        limit = min(edges[3] - old, WIDEN_LIMIT)
+        limit = min(edges[3] - old, WIDEN_LIMIT, len(new_text) - new)
         shift = 0
         while shift < limit and not _boundary_both_compiled(old_text, new_text, old + shift, new + shift):
             shift += 1

@@ -200,7 +200,13 @@ def host_of(canonical: str) -> str:
     The URL is canonicalised first (a no-op for a canonical URL), so that every spelling of a
     URL gives the same host and a wrong argument raises instead of giving a wrong key.
     """
-    return canonical_url(canonical).split("/", 3)[2]
+    return host_of_key(canonical_url(canonical))
+
+
+def host_of_key(key: str) -> str:
+    """The host of a natural key (a URL already canonical, as the store holds it), without
+    canonicalising it again: for keys read back from the store or made by `canonical_url`."""
+    return key.split("/", 3)[2]
 
 
 def surt_key(canonical: str) -> str:

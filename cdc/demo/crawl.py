@@ -1,8 +1,8 @@
 """A deterministic crawl that reads like real pages, for the dashboard's demo store and for benchmarks.
 
 `demo_records` yields crawl records in the seed's shape (url, fetched_at, title,
-description, sections), crawl by crawl, one crawl a day. `build_demo` runs each crawl
-through the normal ingest path (`Ingester`, one run per crawl) into a new store.
+description, sections), crawl by crawl, one crawl a day. `cdc.demo.build.build_demo` runs
+each crawl through the normal ingest path (`Ingester`, one run per crawl) into a new store.
 
 The text is real sentences (`cdc.demo.text`), so a newcomer can read an edit and judge
 whether cdc found it: a shop's product pages with prices, a local paper's articles with
@@ -43,27 +43,19 @@ frame and the disappearing pages' numbers.
 
 from __future__ import annotations
 
-import glob
 import math
-import os
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 
 from cdc.core.chunking import chunk_content
 from cdc.core.gear import DEFAULT_PARAMS, MAX_SIZE_CEILING, WINDOW, ChunkParams
 from cdc.demo import text as demotext
 from cdc.demo.text import Writer, joiner
-from cdc.errors import StoreError
-from cdc.ingest.ingester import BATCH_RECORDS, Ingester, IngestSummary
-from cdc.runtime.lifeline import process_exists
-from cdc.sources.jsonl import SourceRecord
-from cdc.store import Store
 
-__all__ = ["DEFAULT_GENERATIONS", "DEFAULT_PAGES", "DEFAULT_SEED", "build_demo", "demo_records"]
+__all__ = ["DEFAULT_GENERATIONS", "DEFAULT_PAGES", "DEFAULT_SEED", "demo_records"]
 
 DEFAULT_PAGES = 300
 DEFAULT_GENERATIONS = 8
@@ -506,20 +498,20 @@ def _render(page: _Page, host: _Host, crawl: int, url: str, fetched_at: str, leg
             "description": _description(page, host), "sections": sections}
 
 
-def _check_sizes(pages: int, generations: int) -> None:
+def check_sizes(pages: int, generations: int) -> None:
     for name, value in (("pages", pages), ("generations", generations)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
-def _plan(pages: int, generations: int, seed: int) -> _Plan:
+def plan_crawls(pages: int, generations: int, seed: int) -> _Plan:
     hosts = _hosts(seed, generations, min(len(HOSTS), pages))
     gone = _gone(seed, pages, generations)
     return _Plan(pages, generations, seed, hosts, _legal(seed),
                  _forced(seed, pages, generations, len(hosts), gone), gone)
 
 
-def _crawl(plan: _Plan, crawl: int) -> Iterator[dict]:
+def crawl_records(plan: _Plan, crawl: int) -> Iterator[dict]:
     """The records of one crawl (0-based), page by page, made one at a time."""
     seed, pages, hosts = plan.seed, plan.pages, plan.hosts
     day = START + crawl * CRAWL_INTERVAL
@@ -546,72 +538,11 @@ def demo_records(pages: int = DEFAULT_PAGES, generations: int = DEFAULT_GENERATI
     `fetched_at`): ingest counts it as unchanged and makes no generation. A page that has
     disappeared yields nothing.
     """
-    _check_sizes(pages, generations)
+    check_sizes(pages, generations)
     return _records(pages, generations, seed)
 
 
 def _records(pages: int, generations: int, seed: int) -> Iterator[dict]:
-    plan = _plan(pages, generations, seed)
+    plan = plan_crawls(pages, generations, seed)
     for crawl in range(generations):
-        yield from _crawl(plan, crawl)
-
-
-def _ingest_crawl(store: Store, crawl: int, records: Iterable[dict], batch: int, workers: int,
-                  on_batch: Callable[[IngestSummary], None]) -> IngestSummary:
-    """One crawl's records (crawl 0-based) through one ingest run: the one place a crawl is ingested."""
-    name = f"demo crawl {crawl + 1}"
-    items = (SourceRecord(name, line, record) for line, record in enumerate(records, start=1))
-    return Ingester(store, batch_records=batch, on_batch=on_batch, workers=workers, label=name,
-                    inputs=[name]).run(items)
-
-
-def build_demo(path: str | Path, pages: int = DEFAULT_PAGES, generations: int = DEFAULT_GENERATIONS,
-               seed: int = DEFAULT_SEED, progress: Callable[[float], None] | None = None,
-               workers: int = 1) -> IngestSummary:
-    """Build a new store at `path` from `demo_records`, through the normal ingest path, a run per crawl.
-
-    `progress`, when given, is called after each ingest batch with the share of records
-    done (0 to 1; the last call is 1.0). Raises StoreError (a CdcError) when `path` exists.
-    """
-    _check_sizes(pages, generations)
-    path = Path(path)
-    if path.exists():
-        raise StoreError(f"{path} already exists; the demo builds a new store: remove the file "
-                         "or give another path")
-    plan = _plan(pages, generations, seed)
-    total = pages * generations - sum(generations - crawl for crawl in plan.gone.values())
-    # Whole crawls in as few batches as the target allows: a batch costs a commit.
-    per_crawl = max(1, round(BATCH_TARGET / generations))
-    batch = min(BATCH_RECORDS, max(MIN_BATCH, math.ceil(pages / per_crawl)))
-    summary = IngestSummary()
-
-    def on_batch(run: IngestSummary) -> None:
-        if progress is not None:
-            progress(min(1.0, (summary.records + run.records) / total))
-
-    # Built under another name and moved into place whole: a store at `path` is complete.
-    _remove_abandoned_builds(path)
-    building = path.with_name(f"{path.name}.building-{os.getpid()}")
-    try:
-        store = Store(building)
-        for crawl in range(generations):
-            summary.merge(_ingest_crawl(store, crawl, _crawl(plan, crawl), batch, workers, on_batch))
-        store.compact()  # drop the space that trimming old generations freed: about half the file
-        os.replace(building, path)
-    finally:
-        _remove_build_files(building)
-    return summary
-
-
-def _remove_build_files(building: Path) -> None:
-    for leftover in (building, building.with_name(building.name + ".wal"),
-                     building.with_name(building.name + ".lock")):
-        leftover.unlink(missing_ok=True)
-
-
-def _remove_abandoned_builds(path: Path) -> None:
-    """The files of builds whose process is gone (killed, say): they are never finished."""
-    for leftover in path.parent.glob(f"{glob.escape(path.name)}.building-*"):
-        pid = leftover.name.rpartition("-")[2].split(".")[0]
-        if pid.isdigit() and not process_exists(int(pid)):
-            leftover.unlink(missing_ok=True)
+        yield from crawl_records(plan, crawl)

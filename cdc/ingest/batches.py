@@ -9,8 +9,10 @@ Only the batch's pages are read: their states, and for pages the batch reaches b
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from cdc.core.urls import canonical_url, host_of
 from cdc.errors import InvalidUrlError
@@ -21,6 +23,17 @@ from cdc.sources.warc import RawPage, Revisit
 from cdc.store import PageHistory, PageState, Store
 
 FUTURE_SLACK = timedelta(days=1)  # a fetch time later than this after now is refused
+_NATURAL_KEY = operator.attrgetter("natural_key")
+
+
+class Triaged(NamedTuple):
+    """A record whose page and fetch time are known (`triage`), waiting to be built."""
+
+    natural_key: str
+    retention_class: str | None
+    pending: Pending
+    parsed: dict | None  # the record parsed here, for work done in this process; None for a page
+    # not yet extracted, or a record prepared elsewhere
 
 
 def parse_time(value: object) -> datetime:
@@ -50,7 +63,7 @@ def fetch_time(value: object, now: datetime | None = None) -> datetime:
 
 
 def triage(item: SourceRecord | RawLine | RawPage,
-           sequence: int) -> tuple[str, str | None, Pending, dict | None] | BadRecord:
+           sequence: int) -> Triaged | BadRecord:
     """The natural key, retention class and fetch time of a record, or why it is bad; and
     the parsed record, for work done in this process (None for a page not yet extracted)."""
     if isinstance(item, RawPage):  # the WARC headers say where and when; the HTML waits
@@ -77,7 +90,7 @@ def triage(item: SourceRecord | RawLine | RawPage,
     if not isinstance(retention_class, str) or not retention_class:
         retention_class = None
     pending = Pending(sequence, item.source, item.line, str(record["url"]).strip(), fetched_at, payload, size)
-    return natural_key, retention_class, pending, parsed
+    return Triaged(natural_key, retention_class, pending, parsed)
 
 
 def _stored(state: PageState | None, history: PageHistory | StoredState | None) -> StoredState | None:
@@ -103,15 +116,15 @@ def whole_history(last_checked: datetime, retention_class: str | None, history: 
                                     (row.digests, row.lengths)
                                     if row.lengths is not None else None, row.previous)
                    for row in history.generations]
-    fetches = [Fetch(*row) for row in history.fetches]
+    fetches = [Fetch(row.fetched_at, row.content_digest, row.run, row.sequence) for row in history.fetches]
     return StoredState(last_checked, retention_class, generations, fetches, complete=True)
 
 
-def by_page(entries: list[tuple]) -> list[tuple[str, list[tuple]]]:
-    """Entries of (natural key, retention class, Pending, ...) grouped by page, in key order;
-    each page's in the order given (the sort is stable)."""
-    entries.sort(key=lambda entry: entry[0])
-    return [(key, list(group)) for key, group in itertools.groupby(entries, key=lambda entry: entry[0])]
+def by_page(entries: list[Triaged]) -> list[tuple[str, list[Triaged]]]:
+    """Triaged records grouped by page (natural key, its records), in key order; each page's
+    in the order given (the sort is stable)."""
+    entries.sort(key=_NATURAL_KEY)
+    return [(key, list(group)) for key, group in itertools.groupby(entries, key=_NATURAL_KEY)]
 
 
 def reaching_back(earliest: Iterable[tuple[str, datetime]], states: dict[str, PageState]) -> list[str]:
@@ -120,7 +133,7 @@ def reaching_back(earliest: Iterable[tuple[str, datetime]], states: dict[str, Pa
     return [key for key, fetched_at in earliest if key in states and fetched_at <= states[key].last_checked]
 
 
-def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageState],
+def plan_pages(groups: list[tuple[str, list[Triaged]]], states: dict[str, PageState],
                histories: dict[str, PageHistory | StoredState], run: int = 0) -> list[PageWork]:
     """Each page's work: its records and what the store knows of it (the whole history of
     pages in `histories`, see `reaching_back`). The class of the page's latest record wins,
@@ -128,24 +141,25 @@ def plan_pages(groups: list[tuple[str, list[tuple]]], states: dict[str, PageStat
     pages = []
     for key, entries in groups:
         state = states.get(key)
-        latest = max(entries, key=lambda entry: (entry[2].fetched_at, entry[2].sequence))
-        newer = state is None or latest[2].fetched_at > state.last_checked
+        latest = max(entries, key=lambda entry: (entry.pending.fetched_at, entry.pending.sequence))
+        newer = state is None or latest.pending.fetched_at > state.last_checked
         stored_class = state.retention_class if state else None
-        retention_class = (latest[1] or stored_class) if newer else (stored_class or latest[1])
+        retention_class = (latest.retention_class or stored_class) if newer \
+            else (stored_class or latest.retention_class)
         pages.append(PageWork(key, host_of(key), _stored(state, histories.get(key)),
-                              [entry[2] for entry in entries], retention_class, run))
+                              [entry.pending for entry in entries], retention_class, run))
     return pages
 
 
-def read_pages(store: Store, connection, groups: list[tuple[str, list[tuple]]],
+def read_pages(store: Store, connection, groups: list[tuple[str, list[Triaged]]],
                run: int = 0) -> list[PageWork]:
     """`plan_pages` for a batch's pages, with what `connection` holds of them: of pages the
     batch reaches back into, the texts next to its fetches only (`cdc.ingest.histories`)."""
     keys = [key for key, _ in groups]
     states = store.page_states(connection, keys)
-    earliest = [(key, min(entry[2].fetched_at for entry in entries)) for key, entries in groups]
+    earliest = [(key, min(entry.pending.fetched_at for entry in entries)) for key, entries in groups]
     back = set(reaching_back(earliest, states))
-    times = {key: [entry[2].fetched_at for entry in entries] for key, entries in groups if key in back}
+    times = {key: [entry.pending.fetched_at for entry in entries] for key, entries in groups if key in back}
     seen = {key: (states[key].last_checked, states[key].retention_class) for key in back}
     histories = read_histories(connection, times, seen)
     return plan_pages(groups, states, histories, run)

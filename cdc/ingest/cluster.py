@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.errors import CdcError
-from cdc.ingest.batches import mark_revisits, plan_pages, reaching_back
+from cdc.ingest.batches import Triaged, mark_revisits, plan_pages, reaching_back
 from cdc.ingest.histories import read_histories
 from cdc.ingest.ingester import IngestSummary
 from cdc.ingest.observations import (
@@ -305,7 +305,7 @@ def _load(store: Store, done: list[tuple], finished, summary: ClusterSummary, ru
     return batch
 
 
-def _rebuilt(store: Store, connection, again: list[tuple[str, list[tuple]]], summary: ClusterSummary,
+def _rebuilt(store: Store, connection, again: list[tuple[str, list[Triaged]]], summary: ClusterSummary,
              run: int, params: ChunkParams) -> WriteBatch:
     """The rows of pages a compare task could not build with the texts next to their fetches
     (`PageOutcome.incomplete`), built here with their whole histories; counted in `summary`."""

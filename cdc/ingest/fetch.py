@@ -47,13 +47,14 @@ import httpx
 from protego import Protego
 
 from cdc import __version__
-from cdc.core.urls import canonical_url
+from cdc.core.excerpts import one_line
+from cdc.core.urls import canonical_url, host_of_key
 from cdc.errors import InvalidUrlError, StoreNotFoundError
 from cdc.ingest.ingester import Ingester, IngestSummary
 from cdc.sources.extract import MAIN_CONTENT, html_to_record
-from cdc.sources.jsonl import SourceRecord, one_line
+from cdc.sources.jsonl import SourceRecord
 from cdc.sources.warc import HTML_TYPES, write_warc_response, write_warc_revisit
-from cdc.store import Store
+from cdc.store import Store, Validators
 
 __all__ = ["FetchFailure", "FetchOptions", "FetchSummary", "fetch_all"]
 
@@ -63,6 +64,7 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})  # and every other 5xx
 ROBOTS_MAX_BYTES = 512 << 10  # RFC 9309: parse at least the first 500 KiB
 DRAIN_BYTES = 64 << 10  # an unwanted body up to this size is read, so the connection is reused
 FETCH_SOURCE = "fetch"  # the `source` of SourceRecords made here; their `line` is the URL's index
+NO_VALIDATORS = Validators(None, None)  # a page not stored, or stored without validators
 # Headers that describe the bytes on the wire, not the decoded body a WARC record here holds.
 WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 
@@ -182,7 +184,7 @@ def interleave_by_host(urls: Iterable[tuple[int, str, str]]) -> list[tuple[int, 
     """(index, url, key) round-robin over hosts, each host's URLs in their given order."""
     by_host: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
     for entry in urls:
-        by_host[entry[2].split("/", 3)[2]].append(entry)
+        by_host[host_of_key(entry[2])].append(entry)
     queues = list(by_host.values())
     out: list[tuple[int, str, str]] = []
     for position in range(max((len(q) for q in queues), default=0)):
@@ -372,14 +374,13 @@ class _Fetcher:
             return None
         return Protego.parse(answer.body.decode("utf-8", "replace"))
 
-    async def fetch(self, index: int, url: str, validators: tuple[str | None, str | None]) -> _Result:
+    async def fetch(self, index: int, url: str, validators: Validators) -> _Result:
         options = self.options
         headers = {}
-        etag, last_modified = validators
-        if etag:
-            headers["If-None-Match"] = etag
-        if last_modified:
-            headers["If-Modified-Since"] = last_modified
+        if validators.etag:
+            headers["If-None-Match"] = validators.etag
+        if validators.last_modified:
+            headers["If-Modified-Since"] = validators.last_modified
         try:
             request = self.client.build_request("GET", url, headers=headers)
             for hop in range(options.max_redirects + 1):
@@ -417,7 +418,7 @@ class _Run:
     """Collects results, writes them to the store in batches and to the WARC stream."""
 
     def __init__(self, store: Store, options: FetchOptions, urls: list[str],
-                 validators: dict[str, tuple[str | None, str | None]], warc_out: BinaryIO | None,
+                 validators: dict[str, Validators], warc_out: BinaryIO | None,
                  run_id: int = 0):
         self.store = store
         self.run_id = run_id
@@ -485,8 +486,8 @@ class _Run:
             if result.kind == "not_modified":
                 checked.append((key, result.answer.received.replace(tzinfo=None)))
                 self.checked.add(key)
-                old_etag, old_modified = self.validators.get(canonical_url(result.url), (None, None))
-                etag, last_modified = etag or old_etag, last_modified or old_modified
+                old = self.validators.get(canonical_url(result.url), NO_VALIDATORS)
+                etag, last_modified = etag or old.etag, last_modified or old.last_modified
             validators.append((key, etag, last_modified))
         with self.store.writing() as connection:
             self.store.mark_checked(connection, checked, self.run_id)
@@ -534,7 +535,7 @@ async def _run(run: _Run, entries: list[tuple[int, str, str]], client: httpx.Asy
                 index, url, key = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            result = await fetcher.fetch(index, url, run.validators.get(key, (None, None)))
+            result = await fetcher.fetch(index, url, run.validators.get(key, NO_VALIDATORS))
             record = await asyncio.to_thread(_extract, result, run.options.extract_mode) \
                 if result.kind == "ok" else None
             run.record(result, record)

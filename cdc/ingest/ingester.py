@@ -32,20 +32,20 @@ from functools import partial
 from cdc.core.chunking import chunk_content
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.normalize import content_digest
-from cdc.ingest.batches import by_page, mark_revisits, read_pages, triage, whole_history
+from cdc.ingest.batches import Triaged, by_page, mark_revisits, read_pages, triage, whole_history
 from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import (
     PageOutcome,
     PageWork,
-    Pending,
     Prepared,
     build_pages,
     content_of,
 )
 from cdc.ingest.worktasks import Tasks
 from cdc.runtime.lifeline import follow_parent
+from cdc.sources.inputs import CrawlRecords
 from cdc.sources.jsonl import BadRecord, RawLine, SourceRecord
-from cdc.sources.warc import RawPage, Revisit
+from cdc.sources.warc import RawPage, WarcSummary
 from cdc.store import Store, WriteBatch
 
 __all__ = ["IngestSummary", "Ingester"]
@@ -84,6 +84,7 @@ class IngestSummary:
     same_time: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
     bad: list[BadRecord] = field(default_factory=list)
     batches: int = 0
+    warc: WarcSummary | None = None  # the archives' counts, when the inputs were archives
 
     @property
     def skipped(self) -> int:
@@ -179,12 +180,11 @@ class Ingester:
                  on_batch: Callable[[IngestSummary], None] | None = None,
                  workers: int = 1, on_write: Callable[[WriteBatch], None] | None = None,
                  label: str | None = None, inputs: Sequence[str] = (), run_id: int | None = None,
-                 revisits: list[Revisit] | None = None, extraction_mode: str | None = None):
+                 extraction_mode: str | None = None):
         self.store = store
         # How the run's archive pages were made text (cdc.sources.inputs.run_mode), claimed in the
         # store with the first batch written: a run that fails before it claims nothing.
         self._mode_to_claim = extraction_mode
-        self.revisits = revisits  # filled by the inputs' readers (WARC revisits), marked at the end
         self.label = label  # the run's label (`cdc runs`), by default what it ingests
         self.inputs = list(inputs)
         self.run_id = run_id  # given: batches of a run its caller started and ends (cdc fetch)
@@ -223,9 +223,15 @@ class Ingester:
             self._close_pool(abandon=True)
             raise
         self._close_pool()
-        if self.revisits:  # fetched again, unchanged: seen by the run
-            self.summary.unchanged += len(self.revisits)
-            self.summary.pages |= mark_revisits(self.store, self.revisits, self.run_id)
+        readers = [items for items in inputs if isinstance(items, CrawlRecords)]
+        revisits = [revisit for reader in readers for revisit in reader.revisits]
+        if revisits:  # fetched again, unchanged: seen by the run
+            self.summary.unchanged += len(revisits)
+            self.summary.pages |= mark_revisits(self.store, revisits, self.run_id)
+        for reader in readers:
+            if reader.summary is not None:
+                self.summary.warc = self.summary.warc or WarcSummary()
+                self.summary.warc.add(reader.summary)
         if self._own_run:
             self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
         return self.summary
@@ -261,7 +267,7 @@ class Ingester:
 
     def _batches(self, numbered: Iterable[tuple[int, SourceRecord | RawLine | BadRecord]]
                  ) -> Iterator[tuple[list, int]]:
-        batch: list[tuple[str, str | None, Pending, dict]] = []
+        batch: list[Triaged] = []
         size = 0
         # With workers, the first batch is smaller: they wait while it is read.
         limit = self.batch_bytes
@@ -277,14 +283,14 @@ class Ingester:
                 self.summary.bad.append(triaged)
                 continue
             batch.append(triaged)
-            size += triaged[2].size
+            size += triaged.pending.size
             if len(batch) >= self.batch_records or size >= limit:
                 yield batch, size
                 batch, size, limit = [], 0, self.batch_bytes
         if batch:
             yield batch, size
 
-    def _ingest(self, batch: list[tuple[str, str | None, Pending, dict | None]], size: int,
+    def _ingest(self, batch: list[Triaged], size: int,
                 read_next: Callable[[], tuple[list, int] | None]) -> tuple[list, int] | None:
         """Read, build and write one batch; the next one (`read_next`), read while the workers
         build this one, starts its extraction in the workers (`_prepare_ahead`) and is returned."""
@@ -295,7 +301,7 @@ class Ingester:
             groups = by_page(batch)
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
-            parsed = {entry[2].sequence: entry[3] for entry in batch}
+            parsed = {entry.pending.sequence: entry.parsed for entry in batch}
             if ahead is not None:
                 ready = ahead.ready()
                 pages = [_with_ready(work, ready) for work in pages]
@@ -347,11 +353,11 @@ class Ingester:
         if ahead is None or self.workers < 2 or ahead[1] < PARALLEL_MIN_BYTES:
             return
         entries = ahead[0]
-        here = [entry[3] or entry[2].payload for entry in entries]  # parsed already, where it was
-        tasks = Tasks(self._workers(), prepare_records, [entry[2].payload for entry in entries],
-                      [entry[2].size for entry in entries], self.workers,
+        here = [entry.parsed or entry.pending.payload for entry in entries]  # parsed already, where it was
+        tasks = Tasks(self._workers(), prepare_records, [entry.pending.payload for entry in entries],
+                      [entry.pending.size for entry in entries], self.workers,
                       here=lambda part: prepare_records([here[n] for n in part]))
-        self._ahead = _Ahead(tasks, [entry[2].sequence for entry in entries])
+        self._ahead = _Ahead(tasks, [entry.pending.sequence for entry in entries])
 
     def _build(self, pages: list[PageWork], size: int, parsed: dict[int, dict | None],
                read_next: Callable[[], tuple[list, int] | None]

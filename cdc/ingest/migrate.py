@@ -27,9 +27,9 @@ from cdc.core.compare import compare
 from cdc.core.editwords import edit_words
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.spec import spec_for
-from cdc.ingest.tables import change_table, chunk_table, words_table
 from cdc.ingest.versions import EDITS, change_row
 from cdc.store import Store
+from cdc.store.rows import ChangesRow, ChangeWordsRow, ChunkListsRow, arrow_table
 
 PAGES_PER_STEP = 1_000  # pages read, re-chunked and written at a time (bounds memory)
 
@@ -61,21 +61,23 @@ def migrate(path: str | Path, params: ChunkParams = DEFAULT_PARAMS,
         for start in range(0, len(keys), PAGES_PER_STEP):
             part = keys[start:start + PAGES_PER_STEP]
             rows = store.retained_texts(connection, part)
-            chunk_lists = chunk_many([row[3] for row in rows], params)
+            chunk_lists = chunk_many([row.text for row in rows], params)
             chunks, changes, words = [], [], []
-            previous = None
-            for (key, generation, fetched_at, text, before), found in zip(rows, chunk_lists):
-                chunks.append((key, generation, b"".join([c.digest for c in found]),
-                               [c.length for c in found]))
-                if previous and previous[0] == key and previous[1] == before:
-                    report = compare(previous[3], found, old_text=previous[2], new_text=text)
-                    changes.append(change_row(key, generation, before, fetched_at, report, previous[2], text,
-                                              EDITS))
-                    said = edit_words(key, generation, 0, report.edits, previous[2], text)
+            previous = previous_chunks = None
+            for row, found in zip(rows, chunk_lists):
+                key, generation, text = row.natural_key, row.generation, row.text
+                chunks.append(ChunkListsRow(key, generation, b"".join([c.digest for c in found]),
+                                            [c.length for c in found]))
+                if previous and previous.natural_key == key and previous.generation == row.previous:
+                    report = compare(previous_chunks, found, old_text=previous.text, new_text=text)
+                    changes.append(change_row(key, generation, row.previous, row.fetched_at, report,
+                                              previous.text, text, EDITS))
+                    said = edit_words(key, generation, 0, report.edits, previous.text, text)
                     words += [said] if said is not None else []
-                previous = (key, generation, text, found)
-            store.replace_chunks(connection, part, chunk_table(chunks), change_table(changes))
-            store.replace_words(connection, words_table(words))
+                previous, previous_chunks = row, found
+            store.replace_chunks(connection, part, arrow_table(ChunkListsRow, chunks),
+                                 arrow_table(ChangesRow, changes))
+            store.replace_words(connection, arrow_table(ChangeWordsRow, words))
             summary.pages += len(part)
             summary.generations += len(rows)
             summary.changes += len(changes)

@@ -32,7 +32,7 @@ from cdc.core.chunking import chunk_many, chunks_from_lengths
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.normalize import content_digest
 from cdc.core.urls import host_of
-from cdc.ingest.batches import by_page, plan_pages, triage
+from cdc.ingest.batches import Triaged, by_page, plan_pages, triage
 from cdc.ingest.ingester import INPUT_SHIFT, IngestSummary
 from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import Pending, Prepared, StoredState, build_pages, content_of
@@ -99,17 +99,17 @@ def observe_shard(index: int, name: str, buckets: int, mode: str | None = None,
     """
     report = ShardReport(name)
     columns: list[list] = [[] for _ in OBSERVATION_SCHEMA]
-    waiting: list[tuple] = []
+    waiting: list[Triaged] = []
     try:
         crawl_input = open_crawl_input(name)
         report.kind = crawl_input.kind
-        report.warc = WarcSummary() if crawl_input.is_archive else None
         try:
             shard_mode = run_mode([crawl_input], mode)
         except Exception:
             crawl_input.close()
             raise
-        items = crawl_input.items(shard_mode, report.revisits, report.warc or WarcSummary())
+        items = crawl_input.records(shard_mode)
+        report.revisits, report.warc = items.revisits, items.summary
         for item in items:
             if isinstance(item, BadRecord):
                 report.bad.append(item)
@@ -138,12 +138,12 @@ def observe_shard(index: int, name: str, buckets: int, mode: str | None = None,
     return report, Observed(table, np.concatenate([[0], np.cumsum(rows)]))
 
 
-def _observe(waiting: list[tuple], columns: list[list], params: ChunkParams) -> None:
-    contents = [content_of(record if record is not None else pending.payload)
-                for _, _, pending, record in waiting]
-    for (key, retention_class, pending, _), content, chunks in zip(
-            waiting, contents, chunk_many(contents, params, threads=1)):
-        row = (key, host_of(key), pending.url, retention_class, pending.fetched_at, pending.sequence,
+def _observe(waiting: list[Triaged], columns: list[list], params: ChunkParams) -> None:
+    contents = [content_of(entry.parsed if entry.parsed is not None else entry.pending.payload)
+                for entry in waiting]
+    for entry, content, chunks in zip(waiting, contents, chunk_many(contents, params, threads=1)):
+        key, pending = entry.natural_key, entry.pending
+        row = (key, host_of(key), pending.url, entry.retention_class, pending.fetched_at, pending.sequence,
                pending.source, pending.line, pending.size, content_digest(content), content,
                chunks.offsets.tolist(), chunks.lengths.tolist(),
                [digest.tobytes() for digest in chunks.digests])  # the columns, no Chunk tuples
@@ -188,7 +188,7 @@ def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observe
 def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]], buckets: list[int],
                     states: dict[str, PageState], histories: dict[str, PageHistory | StoredState],
                     params: ChunkParams = DEFAULT_PARAMS, run: int = 0
-                    ) -> tuple[WriteBatch, IngestSummary, list[tuple[str, list[tuple]]]]:
+                    ) -> tuple[WriteBatch, IngestSummary, list[tuple[str, list[Triaged]]]]:
     """The rows one partition's pages add, from their observations and what the store holds
     of them (`states`, `histories`: `Store.page_states`, and `cdc.ingest.histories.read_histories`
     or `Store.page_histories`); and the pages to build again with their whole histories
@@ -206,7 +206,7 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
          _offsets, lengths, digests) in rows:
         prepared = Prepared(text, digest, chunks_from_lengths(digests, lengths))
         pending = Pending(sequence, source, line, url, fetched_at, prepared, size)
-        entries.append((key, retention_class, pending))
+        entries.append(Triaged(key, retention_class, pending, None))
     groups = by_page(entries)
     outcomes = build_pages(plan_pages(groups, states, histories, run), params)
     summary = IngestSummary()

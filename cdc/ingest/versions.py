@@ -38,17 +38,25 @@ from cdc.core.captures import number_after
 from cdc.core.chunking import Chunk, chunk_many
 from cdc.core.chunks import Chunks, chunks_from_lengths, stored_columns
 from cdc.core.compare import ChangeReport, compare
-from cdc.core.editwords import edit_words
+from cdc.core.editwords import EditWords, edit_words
+from cdc.core.excerpts import region_line, shortened
 from cdc.core.gear import ChunkParams
 from cdc.core.normalize import content_digest, content_for_chunking
+from cdc.core.verdicts import NEW, UNMEASURED
 from cdc.runtime.collector import collector_paused
 from cdc.sources.jsonl import BadRecord, RawLine
+from cdc.store.rows import (
+    ChangesRow,
+    ChunkListsRow,
+    FetchesRow,
+    GenerationsRow,
+    PageRunsRow,
+    PagesRow,
+)
 
 if TYPE_CHECKING:
     from cdc.sources.warc import RawPage
 
-NEW = "new"  # the verdict of a page's first generation
-UNMEASURED = "changed"  # the verdict of a change whose previous text was not retained
 EDITS, CHUNKS, DIGESTS = "edits", "chunks", "digests"  # how a change row was measured
 EXCERPT_CHARS = 200
 @dataclass(frozen=True, slots=True)
@@ -140,17 +148,16 @@ class PageOutcome:
     """The rows one page adds and removes, and what happened to each of its records."""
 
     natural_key: str
-    generations: list[tuple] = field(default_factory=list)  # columns of `generations`
-    chunks: list[tuple] = field(default_factory=list)  # columns of `chunk_lists`: a row per generation
-    changes: list[tuple] = field(default_factory=list)  # columns of `changes`
-    fetches: list[tuple] = field(default_factory=list)  # columns of `fetches`
+    generations: list[GenerationsRow] = field(default_factory=list)
+    chunks: list[ChunkListsRow] = field(default_factory=list)  # a row per new generation with its text
+    changes: list[ChangesRow] = field(default_factory=list)
+    fetches: list[FetchesRow] = field(default_factory=list)
     removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
     removed_changes: list[int] = field(default_factory=list)  # with their words
-    words: list[tuple] = field(default_factory=list)  # `cdc.core.editwords.EditWords` of the new change rows
-    page: tuple | None = None  # the page row, when its generations changed
+    words: list[EditWords] = field(default_factory=list)  # of the new change rows (`change_words`)
+    page: PagesRow | None = None  # the page row, when its generations changed
     last_checked: datetime | None = None  # latest new fetch, when no generation changed
-    seen: tuple[int, datetime, bytes] | None = None  # run, the batch's latest fetch of the page, its
-    # content digest (`page_runs`)
+    seen: PageRunsRow | None = None  # the batch's latest fetch of the page, its content digest
     unchanged: int = 0
     older: int = 0  # fetches before the page's latest stored one, put in place
     same_time: list[tuple[str, int, str]] = field(default_factory=list)  # source, line, url
@@ -177,26 +184,21 @@ def content_of(payload: dict | RawLine | RawPage | Prepared) -> bytes | BadRecor
     return content_for_chunking(payload)
 
 
-def shown(text: bytes, offset: int, length: int, limit: int = 120) -> str:
-    """Up to `limit` bytes of a region as one line; a cut inside a character drops it."""
-    return " ".join(text[offset:offset + min(length, limit)].decode("utf-8", "ignore").split())
-
-
 def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
     """A short line saying what changed first, for lists and CSV exports."""
     if report is None:
-        return " ".join(new[:EXCERPT_CHARS * 2].decode("utf-8", "ignore").split())[:EXCERPT_CHARS]
+        return region_line(new, 0, EXCERPT_CHARS * 2, EXCERPT_CHARS * 2)[:EXCERPT_CHARS]
     parts = []
     for edit in report.edits[:3]:
-        before = shown(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
-        after = shown(new, edit.new_offset, edit.new_length)
+        before = region_line(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
+        after = region_line(new, edit.new_offset, edit.new_length)
         parts.append({"insert": f"+ {after}", "delete": f"- {before}", "move": f"> {after}"}.get(
             edit.kind, f"{before} → {after}"))
     if not parts and report.changed_regions:
         offset, length = report.changed_regions[0]
-        parts.append("+ " + shown(new, offset, length))
+        parts.append("+ " + region_line(new, offset, length))
     text = " | ".join(parts)
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 1] + "…"
+    return shortened(text, EXCERPT_CHARS)
 
 
 @dataclass
@@ -233,14 +235,14 @@ def _plan(work: PageWork, contents: dict[int, bytes], outcome: PageOutcome) -> _
             continue
         payload = item.payload
         digest = payload.digest if isinstance(payload, Prepared) else content_digest(contents[item.sequence])
-        if outcome.seen is None or item.fetched_at >= outcome.seen[1]:
-            outcome.seen = (work.run, item.fetched_at, digest)
+        if outcome.seen is None or item.fetched_at >= outcome.seen.fetched_at:
+            outcome.seen = PageRunsRow(work.natural_key, work.run, item.fetched_at, digest)
         if (item.fetched_at, digest) in seen:  # stored already, or twice in the input
             outcome.unchanged += 1
             continue
         seen.add((item.fetched_at, digest))
         fetch = Fetch(item.fetched_at, digest, work.run, item.sequence)
-        outcome.fetches.append((work.natural_key, fetch.fetched_at, digest, fetch.run, fetch.sequence))
+        outcome.fetches.append(FetchesRow(work.natural_key, item.fetched_at, digest, work.run, item.sequence))
         if state is not None and item.fetched_at <= state.last_seen:
             outcome.older += 1
         by_digest.setdefault(digest, contents[item.sequence])
@@ -394,24 +396,25 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
 
 def change_row(key: str, generation: int, previous: int | None, fetched_at: datetime,
                report: ChangeReport | None, old_text: bytes | None, content: bytes | None,
-               measure: str | None) -> tuple:
+               measure: str | None) -> ChangesRow:
     """The `changes` row of a generation: its measures against the one before (`report`;
     None for a page's first generation, or a change that could not be measured)."""
     if report is None and previous is not None:  # the previous text was not retained
-        return (key, generation, previous, fetched_at, None, None, None, None, None, None,
-                UNMEASURED, "", DIGESTS)
+        return ChangesRow(key, generation, previous, fetched_at, similarity=None, unchanged_ratio=None,
+                          retained_ratio=None, bytes_added=None, bytes_removed=None, regions=None,
+                          verdict=UNMEASURED, excerpt="", measure=DIGESTS)
     content = content or b""
-    return (
+    return ChangesRow(
         key, generation, previous, fetched_at,
-        report.similarity if report else None,
-        report.unchanged_ratio if report else None,
-        report.retained_ratio if report else None,
-        report.bytes_added if report else len(content),
-        report.bytes_removed if report else 0,
-        len(report.changed_regions) + len(report.removed_regions) if report else 0,
-        report.verdict if report else NEW,
-        excerpt(report, old_text or b"", content),
-        measure,
+        similarity=report.similarity if report else None,
+        unchanged_ratio=report.unchanged_ratio if report else None,
+        retained_ratio=report.retained_ratio if report else None,
+        bytes_added=report.bytes_added if report else len(content),
+        bytes_removed=report.bytes_removed if report else 0,
+        regions=len(report.changed_regions) + len(report.removed_regions) if report else 0,
+        verdict=report.verdict if report else NEW,
+        excerpt=excerpt(report, old_text or b"", content),
+        measure=measure,
     )
 
 
@@ -436,11 +439,12 @@ def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome
             length, chunk_count = versions.size(segment.digest)
             text = versions.texts.get(segment.digest)
             chunks = versions.chunks.get(segment.digest) if text is not None else None
-            outcome.generations.append((key, segment.generation, segment.fetched_at, segment.digest,
-                                        length, chunk_count, text if chunks is not None else None,
-                                        segment.first_run))
+            outcome.generations.append(GenerationsRow(
+                key, segment.generation, segment.fetched_at, segment.digest, length, chunk_count,
+                text=text if chunks is not None else None, first_run=segment.first_run))
             if chunks is not None:
-                outcome.chunks.append((key, segment.generation, *stored_columns(chunks)))
+                digests, lengths = stored_columns(chunks)
+                outcome.chunks.append(ChunkListsRow(key, segment.generation, digests, lengths))
         else:
             outcome.removed_changes.append(segment.generation)
         before = segments[number - 1] if number else None
@@ -455,16 +459,17 @@ def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome
             if words is not None:
                 outcome.words.append(words)
     if not outcome.generations and not outcome.removed_generations and not outcome.changes:
-        outcome.last_checked = max(fetch[1] for fetch in outcome.fetches)
+        outcome.last_checked = max(fetch.fetched_at for fetch in outcome.fetches)
         outcome.unchanged += len(outcome.fetches)
         return
     started = {segment.fetched_at for segment in segments if segment.stored is None}
-    outcome.unchanged += sum(fetch[1] not in started for fetch in outcome.fetches)
+    outcome.unchanged += sum(fetch.fetched_at not in started for fetch in outcome.fetches)
     latest = segments[-1]
-    newest = max(fetch[1] for fetch in outcome.fetches)
+    newest = max(fetch.fetched_at for fetch in outcome.fetches)
     url = max((r for r in work.records if r.fetched_at == newest), key=lambda r: r.sequence).url
-    first_seen = min(fetch[1] for fetch in outcome.fetches)
+    first_seen = min(fetch.fetched_at for fetch in outcome.fetches)
     if state is not None and state.complete:
         first_seen = min(first_seen, segments[0].fetched_at)
-    outcome.page = (key, url, work.host, work.retention_class, latest.generation, first_seen,
-                    latest.fetched_at, newest, None, None)
+    outcome.page = PagesRow(key, url, work.host, work.retention_class, latest.generation, first_seen,
+                            last_fetched=latest.fetched_at, last_checked=newest,
+                            etag=None, last_modified=None)

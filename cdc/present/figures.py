@@ -21,19 +21,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from cdc.core.chunking import Chunk
-from cdc.core.compare import VERDICTS, ChangeReport
+from cdc.core.compare import ChangeReport
+from cdc.core.excerpts import first_chars
 from cdc.core.refine import MOVE
 from cdc.core.timebins import BINS, HOVER_FORMATS, TICK_FORMATS, bin_range, bin_start, choose_bin
-from cdc.ingest.versions import NEW as NEW_PAGE  # the verdict of a page's first generation
-from cdc.present.highlight import PALETTE, char_start
+from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, NEW, REWRITE, UNCHANGED, verdict_order
+from cdc.present.highlight import PALETTE
 from cdc.store import ChangeRow, GenerationInfo
 
 VERDICT_COLOURS = {
-    "unchanged": "#BAB0AC",
-    "minor": "#72B7B2",
-    "rewrite": "#F58518",
-    "different_page": "#B2182B",
-    NEW_PAGE: "#4C78A8",
+    UNCHANGED: "#BAB0AC",
+    MINOR: "#72B7B2",
+    REWRITE: "#F58518",
+    DIFFERENT_PAGE: "#B2182B",
+    NEW: "#4C78A8",
 }
 CATEGORY_LABELS = {
     "shared": "shared, in order",
@@ -63,10 +64,7 @@ def escape(text: str) -> str:
 
 def excerpt(text: bytes, chunk: Chunk, limit: int = EXCERPT_CHARS) -> str:
     """The first `limit` characters of a chunk's text, whitespace folded, escaped."""
-    start = char_start(text, chunk.offset)
-    end = char_start(text, min(chunk.end, start + 4 * limit + 4))  # enough bytes for `limit` chars
-    shown = " ".join(text[start:end].decode("utf-8", errors="replace").split())
-    return escape(shown[:limit] + ("…" if len(shown) > limit else ""))
+    return escape(first_chars(text, chunk.offset, chunk.end, limit))
 
 
 def _rgba(colour: str, alpha: float) -> str:
@@ -235,7 +233,7 @@ def _kept(row: GenerationInfo | ChangeRow) -> float | None:
 
 def _trend_hover(row: GenerationInfo | ChangeRow) -> str:
     kept = _kept(row)
-    lines = [f"generation {row.generation}: {row.verdict or NEW_PAGE}",
+    lines = [f"generation {row.generation}: {row.verdict or NEW}",
              f"kept {kept:.3f}" if kept is not None else "first generation"]
     if row.excerpt:
         lines.append(escape(row.excerpt[:EXCERPT_CHARS]))
@@ -261,8 +259,8 @@ def trend_figure(history: Sequence[GenerationInfo]) -> go.Figure:
                                 hovertemplate="similarity %{y:.3f}<extra></extra>"), row=1, col=1)
     by_verdict: dict[str, list] = defaultdict(list)
     for row, share in zip(history, kept):
-        by_verdict[row.verdict or NEW_PAGE].append((row, 1.0 if share is None else share))
-    for verdict, points in sorted(by_verdict.items(), key=lambda item: _verdict_order(item[0])):
+        by_verdict[row.verdict or NEW].append((row, 1.0 if share is None else share))
+    for verdict, points in sorted(by_verdict.items(), key=lambda item: verdict_order(item[0])):
         figure.add_trace(go.Scatter(
             x=[row.fetched_at for row, _ in points], y=[share for _, share in points],
             mode="markers", name=escape(verdict), marker={"color": _verdict_colour(verdict), "size": 9},
@@ -278,11 +276,6 @@ def trend_figure(history: Sequence[GenerationInfo]) -> go.Figure:
     figure.update_yaxes(title_text="share", range=[0, 1.05], row=1, col=1)
     figure.update_yaxes(title_text="bytes", row=2, col=1)
     return figure
-
-
-def _verdict_order(verdict: str) -> tuple[int, str]:
-    order = (NEW_PAGE, *VERDICTS)
-    return (order.index(verdict) if verdict in order else len(order), verdict)
 
 
 def _verdict_colour(verdict: str) -> str:
@@ -317,7 +310,7 @@ def compare_trend_figure(history: Sequence[GenerationInfo], old: int, new: int) 
     figure.add_trace(go.Scatter(
         x=when, y=[1.0 if share is None else share for share in kept], mode="lines+markers",
         name="kept share", customdata=[row.generation for row in history], line={"color": "#4C78A8"},
-        marker={"size": 9, "color": [_verdict_colour(row.verdict or NEW_PAGE) for row in history],
+        marker={"size": 9, "color": [_verdict_colour(row.verdict or NEW) for row in history],
                 "symbol": ["circle" if row.retained else "circle-open" for row in history],
                 "line": {"width": 1, "color": "#4C78A8"}},
         hovertext=[_trend_hover(row) + ("" if row.retained else "<br>text no longer retained")
@@ -345,7 +338,7 @@ def compare_trend_figure(history: Sequence[GenerationInfo], old: int, new: int) 
 def verdict_figure(counts: dict[str, int]) -> go.Figure:
     """How many changes had each verdict: one bar per verdict, in the usual order. A first
     sighting (`new`) is not a change and is left out: `first_sightings(counts)` says how many."""
-    verdicts = sorted((v for v in counts if v != NEW_PAGE), key=_verdict_order)
+    verdicts = sorted((v for v in counts if v != NEW), key=verdict_order)
     figure = go.Figure(go.Bar(
         x=[escape(v) for v in verdicts], y=[counts[v] for v in verdicts],
         marker={"color": [_verdict_colour(v) for v in verdicts]},
@@ -360,7 +353,7 @@ def verdict_figure(counts: dict[str, int]) -> go.Figure:
 
 def first_sightings(counts: dict[str, int]) -> int:
     """How many change rows are a page's first generation: counted apart from the changes."""
-    return counts.get(NEW_PAGE, 0)
+    return counts.get(NEW, 0)
 
 
 # --- hosts ----------------------------------------------------------------------------------

@@ -36,8 +36,10 @@ from rapidfuzz.distance import Indel
 from rapidfuzz.process import cdist
 
 from cdc.core.chunking import Chunk
-from cdc.core.compare import UNCHANGED, ChangeReport
+from cdc.core.compare import ChangeReport
+from cdc.core.excerpts import char_start
 from cdc.core.refine import DELETE, INSERT, MOVE, REPLACE
+from cdc.core.verdicts import UNCHANGED
 
 PALETTE = {
     "shared": "#4C78A8",  # aligned, in order
@@ -120,14 +122,6 @@ Range = tuple[int, int, str]  # start, end (bytes), mark
 Point = tuple[int, str]  # offset (bytes), mark
 Run = tuple[int, int, frozenset[str]]  # start, end (bytes), the marks over it
 Row = tuple[int | None, int | None]  # the old and the new block on one row; None: blank
-
-
-def char_start(text: bytes, offset: int) -> int:
-    """`offset` clamped to the text and moved back to the start of its UTF-8 character."""
-    offset = max(0, min(offset, len(text)))
-    while offset < len(text) and offset > 0 and 0x80 <= text[offset] < 0xC0:
-        offset -= 1
-    return offset
 
 
 def decode(text: bytes, start: int, end: int) -> str:

@@ -19,8 +19,9 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
+from cdc.core.excerpts import one_line
 from cdc.sources.extract import EXTRACTION_MODES, MAIN_CONTENT
-from cdc.sources.jsonl import BadRecord, SourceRecord, one_line
+from cdc.sources.jsonl import BadRecord, SourceRecord
 from cdc.sources.warc import (
     HTML_TYPES,
     MAX_HTML_BYTES,

@@ -31,12 +31,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
+from cdc.core.excerpts import one_line
 from cdc.errors import InputError
 from cdc.sources.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT
-from cdc.sources.jsonl import GZIP_MAGIC, BadRecord, RawLine, display_name, one_line, open_file, raw_lines
+from cdc.sources.jsonl import GZIP_MAGIC, BadRecord, RawLine, display_name, open_file, raw_lines
 from cdc.sources.warc import RawPage, Revisit, WarcSummary, iter_warc
 
-__all__ = ["ARC", "JSONL", "WARC", "WET", "CrawlInput", "InputKind", "Sniffed", "input_items",
+__all__ = ["ARC", "JSONL", "WARC", "WET", "CrawlInput", "CrawlRecords", "InputKind", "Sniffed",
            "open_crawl_input", "open_crawl_inputs", "run_mode", "sniff"]
 
 JSONL, WARC, WET, ARC = "jsonl", "warc", "wet", "arc"
@@ -186,11 +187,15 @@ class CrawlInput:
     def kind(self) -> InputKind:
         return InputKind(self.name, self.format, self.looks_like)
 
-    def items(self, mode: str, revisits: list[Revisit],
+    def records(self, mode: str) -> CrawlRecords:
+        """The file's records, read once (`CrawlRecords`), the pages made text with `mode`."""
+        return CrawlRecords(self, mode)
+
+    def _read(self, mode: str, revisits: list[Revisit],
               summary: WarcSummary) -> Iterator[RawPage | RawLine | BadRecord]:
-        """The file's records, read once, closing the file at the end (not stdin): archive
-        pages (`RawPage`, made text with `mode`) or JSON lines (`RawLine`, to parse); an
-        archive's revisit records go to `revisits` and its counts to `summary`.
+        """The file's records, closing the file at the end (not stdin): archive pages
+        (`RawPage`, made text with `mode`) or JSON lines (`RawLine`, to parse); an archive's
+        revisit records go to `revisits` and its counts to `summary`.
 
         Raises InputError (at the first `next()`) when the file's pages cannot be made text
         with `mode`: a WET file's text is `GIVEN_TEXT`, a WARC's or an ARC's HTML is extracted
@@ -228,6 +233,42 @@ class CrawlInput:
     def _close(stream: BinaryIO) -> None:
         if stream is not getattr(sys.stdin, "buffer", None):
             stream.close()
+
+
+class CrawlRecords:
+    """The records of one input file, read once, as an iterator, and what reading them found
+    beside the pages, filled in as it reads (warcio's way: the iterator holds it): `revisits`,
+    a WARC's revisit records (pages fetched again, unchanged), and `summary`, an archive's
+    counts (`WarcSummary`; None for JSON Lines). Given a file name, the file is opened at the
+    first `next()` (a cluster's shard, read where it runs)."""
+
+    def __init__(self, source: CrawlInput | str, mode: str):
+        self._source = source
+        self._mode = mode
+        self._items: Iterator[RawPage | RawLine | BadRecord] | None = None
+        self.revisits: list[Revisit] = []
+        self.summary: WarcSummary | None = None
+        if isinstance(source, CrawlInput):
+            self._start(source)
+
+    def _start(self, source: CrawlInput) -> None:
+        self.summary = WarcSummary() if source.is_archive else None
+        self._items = source._read(self._mode, self.revisits, self.summary or WarcSummary())
+
+    def __iter__(self) -> CrawlRecords:
+        return self
+
+    def __next__(self) -> RawPage | RawLine | BadRecord:
+        if self._items is None:
+            self._start(open_crawl_input(self._source))
+        return next(self._items)
+
+    def close(self) -> None:
+        """Stop reading: the file is closed (a run that stops before the end)."""
+        if self._items is not None:
+            self._items.close()  # a generator not started closes nothing: the input does
+        if isinstance(self._source, CrawlInput):
+            self._source.close()
 
 
 def open_crawl_input(name: str) -> CrawlInput:
@@ -324,10 +365,3 @@ def run_mode(inputs: Sequence[CrawlInput | InputKind], requested: str | None) ->
             _check_mode(html[0], requested)
         return requested or MAIN_CONTENT
     return requested
-
-
-def input_items(name: str, mode: str, revisits: list[Revisit],
-                summary: WarcSummary) -> Iterator[RawPage | RawLine | BadRecord]:
-    """The records of one input file (`CrawlInput.items`), opened at the first `next()`: a
-    cluster's shard, read where it runs."""
-    yield from open_crawl_input(name).items(mode, revisits, summary)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from cdc.core.excerpts import one_line
 from cdc.errors import InputError
 
 READ_SIZE = 1 << 20
@@ -60,11 +61,6 @@ _JSON_TYPE_NAMES = {dict: "object", list: "list", str: "string", int: "number", 
 
 def _json_type(value: object) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def one_line(text: object) -> str:
-    """Any message folded onto one line, for reports that list one problem a line."""
-    return " ".join(str(text).split())
 
 
 def _parse_line(line: bytes | bytearray, source: str = "-", number: int = 1) -> SourceRecord | BadRecord:

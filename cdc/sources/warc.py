@@ -40,8 +40,9 @@ from fastwarc.stream_io import BrotliReader, ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 from resiliparse.parse.http import iterate_http_chunks
 
+from cdc.core.excerpts import one_line
 from cdc.sources.extract import GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES, html_to_record, text_to_record
-from cdc.sources.jsonl import BadRecord, SourceRecord, one_line
+from cdc.sources.jsonl import BadRecord, SourceRecord
 
 __all__ = ["HTML_TYPES", "RawPage", "Revisit", "WarcSummary", "decode_payload", "iter_warc", "media_type",
            "write_warc_response", "write_warc_revisit"]

@@ -9,6 +9,10 @@
 - `writer`: the ingest write path: page states, a batch in one transaction, retention and
   its trim, validators, the extraction mode, and the re-chunking of `cdc migrate`;
 - `reads`: what the views and the CLI read, and the dataclasses they get back;
+- `boilerplate`: digests that recur across a host's pages and across hosts, where a digest is
+  found, and chunks' bytes;
+- `rows`: each stored row defined once, with named fields: the Arrow schemas of the tables
+  ingest appends and the tables' columns are made from them;
 - `runs`: crawl runs started and finished, a run's end trimming the texts of its pages and
   setting its hosts' template-only flags;
 - `annotations`: the analysts' judgements of changes (significant, noise, unsure), kept
@@ -35,15 +39,21 @@ from pathlib import Path
 
 from cdc.errors import SpecMismatchError, StoreBusyError, StoreError, StoreNotFoundError
 from cdc.store.annotations import LABELS, AnnotatedChange, Annotation, Annotations, MergeResult
+from cdc.store.boilerplate import Boilerplate, ChunkPlace, HostDigest, SharedDigest
 from cdc.store.connection import LOCK_TIMEOUT, Connections
 from cdc.store.layout import digest_list
 from cdc.store.reads import (
     ChangeRow,
     GenerationInfo,
+    HostActivity,
+    HostChange,
+    HostPage,
+    HostPages,
     PageInfo,
     PageMatch,
     PageMatches,
     Reads,
+    TimeSpan,
     Version,
 )
 from cdc.store.runs import Runs
@@ -55,14 +65,17 @@ from cdc.store.writer import (
     DEFAULT_KEEP,
     PageHistory,
     PageState,
+    RetainedText,
     RetentionPolicy,
+    StoredFetch,
     StoredRow,
+    Validators,
     WriteBatch,
     Writer,
 )
 
 
-class Store(Connections, Schema, Templates, Writer, Reads, Runs, SiteDiffs, Annotations, Search):
+class Store(Connections, Schema, Templates, Writer, Reads, Boilerplate, Runs, SiteDiffs, Annotations, Search):
     """A chunk store file. Cheap to make: it opens the file only for each call."""
 
     def __init__(self, path: str | os.PathLike, *, spec: str | None = None,
@@ -90,24 +103,35 @@ __all__ = [
     "Annotation",
     "ChangeRow",
     "ChangedPage",
+    "ChunkPlace",
     "GenerationInfo",
+    "HostActivity",
+    "HostChange",
+    "HostDigest",
+    "HostPage",
+    "HostPages",
     "MergeResult",
     "PageHistory",
     "PageInfo",
     "PageMatch",
     "PageMatches",
     "PageState",
+    "RetainedText",
     "RetentionPolicy",
     "RunInfo",
+    "SharedDigest",
     "SiteDiff",
     "SpecMismatchError",
     "Store",
     "StoreBusyError",
     "StoreError",
     "StoreNotFoundError",
+    "StoredFetch",
     "StoredRow",
     "StoredWatch",
     "TemplateChange",
+    "TimeSpan",
+    "Validators",
     "Version",
     "WatchHitRow",
     "WordsFilter",

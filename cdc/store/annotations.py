@@ -24,6 +24,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from cdc.core.captures import current_generation
 from cdc.store.lookups import _by_keys, _for_keys, _one, _registered
 
 SIGNIFICANT, NOISE, UNSURE = "significant", "noise", "unsure"
@@ -106,11 +107,6 @@ class MergeResult:
     missing: tuple[int, ...] = ()
 
 
-def _current(numbers: list[int], number: int) -> int | None:
-    """The generation a number falls in: the last to start by then."""
-    return max((held for held in numbers if held <= number), default=None)
-
-
 class Annotations:
     """The annotations, mixed into `Store`."""
 
@@ -154,12 +150,12 @@ class Annotations:
             for key, given, at in _by_keys(connection, """
                     SELECT natural_key, generation, annotated_at FROM annotations
                     WHERE natural_key IN ({keys})""", keys):
-                current = _current(numbers.get(key, []), given)
+                current = current_generation(numbers.get(key, []), given)
                 stored.setdefault((key, given if current is None else current), []).append((given, at))
             chosen: dict[tuple[str, int], Annotation] = {}
             missing = []
             for index, row in enumerate(rows):
-                current = _current(numbers.get(row.natural_key, []), row.generation)
+                current = current_generation(numbers.get(row.natural_key, []), row.generation)
                 if current is None:
                     missing.append(index)
                     continue

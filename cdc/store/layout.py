@@ -11,14 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-DIGEST_BYTES = 16
+from cdc.core.chunks import DIGEST_SIZE
 
 
 def _chunks_of(lists: str) -> str:
     """A row per chunk of the `chunk_lists` rows of `lists` (a table, or a subquery with its
     alias): their other columns, `chunk_index`, `digest` and `length`."""
     return f"""(SELECT * EXCLUDE (digests, lengths),
-               digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest,
+               digests[{DIGEST_SIZE} * chunk_index + 1 : {DIGEST_SIZE} * (chunk_index + 1)] AS digest,
                lengths[chunk_index + 1] AS length
         FROM (SELECT *, unnest(range(len(lengths)))::INTEGER AS chunk_index FROM {lists}))"""
 
@@ -30,8 +30,8 @@ def _digests_of(lists: str, *, in_order: bool = False) -> str:
     than `_chunks_of` where only digests count (the templates): no lengths are read or cut."""
     dropped = "digests" if in_order else "digests, chunk_index"
     return f"""(SELECT * EXCLUDE ({dropped}),
-               digests[{DIGEST_BYTES} * chunk_index + 1 : {DIGEST_BYTES} * (chunk_index + 1)] AS digest
-        FROM (SELECT *, unnest(range(octet_length(digests) // {DIGEST_BYTES})) AS chunk_index
+               digests[{DIGEST_SIZE} * chunk_index + 1 : {DIGEST_SIZE} * (chunk_index + 1)] AS digest
+        FROM (SELECT *, unnest(range(octet_length(digests) // {DIGEST_SIZE})) AS chunk_index
               FROM ({lists})))"""
 
 
@@ -43,7 +43,7 @@ def content_chunk_rows(lists: pa.Table) -> pa.Table:
     index = pc.subtract(pa.array(np.arange(len(parents), dtype=np.int32)), pc.cast(starts, pa.int32()))
     # The digests end to end, cut into 16-byte values (a BLOB a chunk, as the view shows).
     joined = b"".join(lists.column("digests").to_pylist())
-    digests = pa.FixedSizeBinaryArray.from_buffers(pa.binary(DIGEST_BYTES), len(parents),
+    digests = pa.FixedSizeBinaryArray.from_buffers(pa.binary(DIGEST_SIZE), len(parents),
                                                    [None, pa.py_buffer(joined)]).cast(pa.binary())
     return pa.table({
         "natural_key": pc.take(lists.column("natural_key"), parents),
@@ -56,4 +56,4 @@ def content_chunk_rows(lists: pa.Table) -> pa.Table:
 
 def digest_list(digests: bytes) -> list[bytes]:
     """The digests of a `chunk_lists` row, one per chunk."""
-    return [digests[at:at + DIGEST_BYTES] for at in range(0, len(digests), DIGEST_BYTES)]
+    return [digests[at:at + DIGEST_SIZE] for at in range(0, len(digests), DIGEST_SIZE)]

@@ -1,7 +1,7 @@
 """The reads the views and the CLI use: pages, generations, versions, change rows with
-their stored template-only flag, overview and trend counts, boilerplate digests and chunk texts;
-and the dataclasses they return. Each call opens a read-only connection (`Store.reading()`)
-or reads through the one it is given.
+their stored template-only flag, overview and trend counts; and the dataclasses and named rows
+they return (the boilerplate reads are `cdc.store.boilerplate`). Each call opens a read-only
+connection (`Store.reading()`) or reads through the one it is given.
 """
 
 from __future__ import annotations
@@ -10,28 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
 from cdc.core.timebins import BINS
+from cdc.core.verdicts import TEMPLATE_ONLY, shown_verdict_of
 from cdc.store.annotations import annotated_as, annotations_of
-from cdc.store.layout import _chunks_of, digest_list
-from cdc.store.lookups import _by_keys, _one
+from cdc.store.layout import digest_list
+from cdc.store.lookups import _one
 from cdc.store.schema import TABLES
-from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, TEMPLATE_DIGESTS
-
-# The chunks the boilerplate queries count, the lists joined with their pages first:
-# of one host's latest generations (binds the host);
-_HOST_CHUNKS = _chunks_of("""(
-    SELECT c.natural_key, c.generation, c.digests, c.lengths
-    FROM chunk_lists c JOIN pages p
-      ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
-    WHERE p.host = ?)""")
-# and of every page's latest generation, with its host.
-_LATEST_CHUNKS = _chunks_of("""(
-    SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
-    FROM chunk_lists l JOIN pages p
-      ON p.natural_key = l.natural_key AND l.generation = p.latest_generation)""")
 
 
 @dataclass(frozen=True)
@@ -117,25 +105,58 @@ _CHANGE_COLUMNS = ("c.natural_key, p.host, c.generation, c.previous_generation, 
                    "a.label, a.note, a.annotated_by, p.surt")
 
 
-# What a list shows for a template-only change in place of its verdict. The verdict measures
-# the whole text, template included: a short page whose only change is the host's new
-# banner reads `rewrite` (the banner is half of it), though none of the page's own text
-# changed. Lists label such a change by what it is and rank it after every change of a
-# page's own (`TEMPLATE_LAST`); the stored verdict and measures stay as measured.
-TEMPLATE_ONLY = "template_only"
-# The first key of a list's order: a page's own changes first, template-only ones after.
+# The first key of a list's order: a page's own changes first, template-only ones after
+# (`cdc.core.verdicts.shown_verdict_of` says why).
 TEMPLATE_LAST = "c.template_only IS TRUE"
-
-
-def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | None:
-    """What a list shows of a change: `TEMPLATE_ONLY` for a template-only one, else its verdict."""
-    return TEMPLATE_ONLY if template_only else verdict
 
 
 def _annotations_joined(where: str = "") -> str:
     """The join that gives change rows `c` their annotations `a` (`where`: of `annotations a`)."""
     return (f"LEFT JOIN {annotations_of(where)} a "
             "ON a.natural_key = c.natural_key AND a.generation = c.generation")
+
+
+class HostPages(NamedTuple):
+    """A host and how many pages the store holds of it (`Reads.hosts`)."""
+
+    host: str
+    pages: int
+
+
+class HostPage(NamedTuple):
+    """One of a host's pages with its latest change (`Reads.host_pages`)."""
+
+    natural_key: str
+    latest_generation: int
+    last_fetched: datetime
+    verdict: str | None
+    unchanged_ratio: float | None
+    bytes_added: int | None
+    bytes_removed: int | None
+
+
+class HostActivity(NamedTuple):
+    """A host's changes in one time bucket (`Reads.host_activity`)."""
+
+    host: str
+    bucket: datetime
+    bytes_changed: int | None  # added and removed
+    changes: int
+
+
+class HostChange(NamedTuple):
+    """One change on a host's pages (`Reads.host_changes`)."""
+
+    fetched_at: datetime
+    share_changed: float | None  # 1 - the smaller kept share; None where not measured
+    verdict: str
+
+
+class TimeSpan(NamedTuple):
+    """The first and the last fetch the store knows."""
+
+    first: datetime
+    last: datetime
 
 
 PICK_LIMIT = 200  # keys a URL picker lists at most: type to narrow a host of 100,000 pages
@@ -318,21 +339,24 @@ class Reads:
             return _one(connection.execute(
                 f"SELECT count(*) FROM changes c {where}", values))[0]
 
-    def host_pages(self, host: str) -> list[tuple]:
-        """A host's pages with their latest change: url, generation, fetched_at, verdict, similarity."""
+    def host_pages(self, host: str) -> list[HostPage]:
+        """A host's pages, in key order, each with its latest change."""
         with self.reading() as connection:
-            return connection.execute("""
+            rows = connection.execute("""
                 SELECT p.natural_key, p.latest_generation, p.last_fetched, c.verdict,
                        c.unchanged_ratio, c.bytes_added, c.bytes_removed
                 FROM pages p LEFT JOIN changes c
                   ON c.natural_key = p.natural_key AND c.generation = p.latest_generation
                 WHERE p.host = ? ORDER BY p.natural_key
             """, [host]).fetchall()
+        return [HostPage(*row) for row in rows]
 
-    def hosts(self) -> list[tuple[str, int]]:
+    def hosts(self) -> list[HostPages]:
+        """Every host, in order, with its pages' count."""
         with self.reading() as connection:
-            return connection.execute(
+            rows = connection.execute(
                 "SELECT host, count(*) FROM pages GROUP BY host ORDER BY host").fetchall()
+        return [HostPages(*row) for row in rows]
 
     # --- overview and trends ------------------------------------------------------------------
 
@@ -359,21 +383,22 @@ class Reads:
             """, [limit]).fetchall()
         return [ChangeRow(*row) for row in rows]
 
-    def host_activity(self, bucket: str = "day") -> list[tuple[str, datetime, int, int]]:
+    def host_activity(self, bucket: str = "day") -> list[HostActivity]:
         """Per host and time bucket (hour, day, week or month: `cdc.core.timebins.BINS`): bytes
         changed and changes (first generations left out: a new page is not a change)."""
         if bucket not in BINS:
             raise ValueError(f"bucket is one of {', '.join(BINS)}, got {bucket!r}")
         with self.reading() as connection:
-            return connection.execute("""
+            rows = connection.execute("""
                 SELECT p.host, date_trunc(?, c.fetched_at) AS bucket,
                        sum(c.bytes_added + c.bytes_removed)::BIGINT, count(*)
                 FROM changes c JOIN pages p USING (natural_key)
                 WHERE c.verdict <> 'new'
                 GROUP BY ALL ORDER BY p.host, bucket
             """, [bucket]).fetchall()
+        return [HostActivity(*row) for row in rows]
 
-    def time_span(self) -> tuple[datetime, datetime] | None:
+    def time_span(self) -> TimeSpan | None:
         """The first and the last fetch the store knows (None when it has none): the time the
         crawls cover, which the dashboard's time axes are chosen from."""
         with self.reading() as connection:
@@ -381,16 +406,17 @@ class Reads:
                 SELECT least(min(f), (SELECT min(fetched_at) FROM fetches)),
                        greatest(max(f), (SELECT max(fetched_at) FROM fetches))
                 FROM (SELECT fetched_at AS f FROM changes)"""))
-        return None if first is None else (first, last)
+        return None if first is None else TimeSpan(first, last)
 
-    def host_changes(self, host: str) -> list[tuple[datetime, float, str]]:
-        """Every change on a host's pages: fetch time, share changed, verdict."""
+    def host_changes(self, host: str) -> list[HostChange]:
+        """Every change on a host's pages (first sightings left out), oldest first."""
         with self.reading() as connection:
-            return connection.execute("""
+            rows = connection.execute("""
                 SELECT c.fetched_at, 1 - least(c.unchanged_ratio, c.retained_ratio), c.verdict
                 FROM changes c JOIN pages p USING (natural_key)
                 WHERE p.host = ? AND c.verdict <> 'new' ORDER BY c.fetched_at
             """, [host]).fetchall()
+        return [HostChange(*row) for row in rows]
 
     def match_pages(self, search: str = "", *, host: str | None = None, changed_in: int | None = None,
                     verdicts: Sequence[str] = (), include_template_only: bool = False,
@@ -446,120 +472,3 @@ class Reads:
                 rows = connection.execute(
                     "SELECT natural_key FROM pages WHERE host = ? ORDER BY natural_key", [host]).fetchall()
         return [row[0] for row in rows]
-
-    # --- boilerplate ------------------------------------------------------------------------
-
-    def host_boilerplate(self, host: str, share: float, min_pages: int,
-                         with_samples: bool = False) -> list[tuple]:
-        """Digests on more than `share` of a host's pages (latest generations), at least
-        `min_pages` of them: digest, pages, share, and one place to cut a sample from (and,
-        `with_samples`, the sample's bytes, read through the same connection). The place
-        carries the chunk's offset, summed here from the host's chunk rows that the count
-        reads anyway, so a sample costs one lookup of its text."""
-        with self.reading() as connection:
-            rows = connection.execute("""
-                WITH chunks AS (SELECT * FROM {chunks}),
-                latest AS (
-                    SELECT *, sum(length) OVER (PARTITION BY natural_key ORDER BY chunk_index)
-                                - length AS offset
-                    FROM chunks
-                ),
-                host_size AS (SELECT count(*) AS pages FROM pages WHERE host = ?),
-                counted AS (
-                    SELECT digest, count(DISTINCT natural_key) AS pages,
-                           min(struct_pack(natural_key := natural_key, generation := generation,
-                                           chunk_index := chunk_index, "offset" := "offset",
-                                           length := length)) AS sample
-                    FROM latest GROUP BY digest
-                )
-                SELECT c.digest, c.pages, c.pages / h.pages AS share,
-                       c.sample.natural_key, c.sample.generation, c.sample.chunk_index
-                       {extra}
-                FROM counted c, host_size h
-                WHERE c.pages >= ? AND c.pages > ? * h.pages
-                ORDER BY c.pages DESC, c.digest
-            """.format(extra=', c.sample."offset", c.sample.length' if with_samples else "",
-                       chunks=_HOST_CHUNKS),
-                [host, host, min_pages, share]).fetchall()
-            if not with_samples:
-                return rows
-            texts = self._texts(connection, {(row[3], row[4]) for row in rows})
-        return [(*row[:6], None if (text := texts.get((row[3], row[4]))) is None
-                 else text[row[6]:row[6] + row[7]]) for row in rows]
-
-    def _texts(self, connection: duckdb.DuckDBPyConnection,
-               wanted: set[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
-        """The UTF-8 texts of retained generations, by (natural_key, generation)."""
-        keys = sorted({key for key, _ in wanted})
-        return {(key, generation): text for key, generation, text in _by_keys(connection, """
-            SELECT natural_key, generation, encode(text) FROM generations WHERE natural_key IN ({keys})
-        """, keys, lambda row: (row[0], row[1]) in wanted and row[2] is not None)}
-
-    def boilerplate_digests(self, host: str, share: float, min_pages: int) -> set[bytes]:
-        return {row[0] for row in self.host_boilerplate(host, share, min_pages)}
-
-    def template_digests(self, host: str, share: float = BOILERPLATE_SHARE,
-                         min_pages: int = BOILERPLATE_MIN_PAGES) -> set[bytes]:
-        """The host's template: its boilerplate rule counted over every retained generation,
-        not only the latest, so a comparison across a site-wide change leaves out both the
-        template it replaced and the new one (what template-only changes are judged by)."""
-        with self.reading() as connection:
-            rows = connection.execute(f"""
-                WITH host_size AS (SELECT host, count(*) AS pages FROM pages WHERE host = ? GROUP BY host)
-                {TEMPLATE_DIGESTS}
-            """, [host, min_pages, share]).fetchall()
-        return {row[1] for row in rows}
-
-    def shared_across_hosts(self, min_hosts: int = 2, limit: int = 1000,
-                            with_samples: bool = False) -> list[tuple]:
-        """Digests in the latest generations of pages on `min_hosts` or more hosts (and,
-        `with_samples`, each one's sample bytes, read through the same connection)."""
-        with self.reading() as connection:
-            rows = connection.execute(f"""
-                WITH c AS (SELECT * FROM {_LATEST_CHUNKS})
-                SELECT c.digest, count(DISTINCT c.host) AS hosts, list(DISTINCT c.host ORDER BY c.host),
-                       count(DISTINCT c.natural_key) AS pages,
-                       min(struct_pack(natural_key := c.natural_key, generation := c.generation,
-                                       chunk_index := c.chunk_index)) AS sample
-                FROM c
-                GROUP BY c.digest HAVING count(DISTINCT c.host) >= ?
-                ORDER BY hosts DESC, pages DESC, c.digest LIMIT ?
-            """, [min_hosts, limit]).fetchall()
-            if not with_samples:
-                return rows
-            samples = self.chunk_texts([(s["natural_key"], s["generation"], s["chunk_index"])
-                                        for *_, s in rows], connection)
-        return [(*row, sample) for row, sample in zip(rows, samples)]
-
-    def pages_with_digest(self, digest: bytes) -> list[tuple[str, int, int]]:
-        """Every retained (page, generation, chunk index) that holds a digest."""
-        with self.reading() as connection:
-            # No index finds a digest inside a list row: one scan of them all.
-            return connection.execute(f"""
-                SELECT natural_key, generation, chunk_index FROM {_chunks_of("chunk_lists")}
-                WHERE digest = ? ORDER BY natural_key, generation, chunk_index
-            """, [digest]).fetchall()
-
-    def chunk_texts(self, places: Sequence[tuple[str, int, int]],
-                    connection: duckdb.DuckDBPyConnection | None = None) -> list[bytes | None]:
-        """The bytes of retained chunks, each given as (natural_key, generation, chunk_index),
-        cut from their generations' texts; None where not retained."""
-        if connection is None:
-            with self.reading() as connection:
-                return self.chunk_texts(places, connection)
-        wanted = {(key, generation) for key, generation, _ in places}
-        keys = sorted({key for key, _ in wanted})
-        # Two lookups by key for all the places (indexed), not two per page.
-        texts = self._texts(connection, wanted)
-        lengths = {(key, generation): lengths for key, generation, lengths in _by_keys(connection, """
-            SELECT natural_key, generation, lengths FROM chunk_lists WHERE natural_key IN ({keys})
-        """, keys, lambda row: (row[0], row[1]) in texts)}
-        result = []
-        for key, generation, index in places:
-            chunks = lengths.get((key, generation), [])
-            if (key, generation) not in texts or index >= len(chunks):
-                result.append(None)
-                continue
-            offset = sum(chunks[:index])
-            result.append(texts[key, generation][offset:offset + chunks[index]])
-        return result

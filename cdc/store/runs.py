@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cdc.core.compare import UNCHANGED
+from cdc.core.verdicts import UNCHANGED
 from cdc.store.lookups import _for_keys, _one
 from cdc.store.templates import unflagged_pages
 

@@ -38,9 +38,8 @@ Tables (all times UTC):
 - `change_words`: one row per change measured with exact edits that added or removed words:
   the text and the words of each side (`cdc.core.editwords`), and the run that measured it. Kept
   with the change row (retention trims texts, not what a change said), erased with the page.
-  Uncompressed, as the texts are, so an erasure can be checked in the file; and the text as
-  on the page (what excerpts show) is read a row at a time, for the hits shown: 50 rows took
-  60 ms compressed with zstd, 4 ms uncompressed (the zstd column was a third smaller).
+  The words are uncompressed, as the texts are, so an erasure can be checked in the file; the
+  text as on the page (what excerpts show) is compressed (zstd): half the table's bytes.
 - `change_tokens`: the index a search reads (`cdc.store.wordindex`): one row per distinct
   token (`cdc.core.editwords`) of each side of each `change_words` row, with its run, side
   and places in the side's words; each batch's rows appended sorted by token, so DuckDB's
@@ -62,6 +61,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.errors import SpecMismatchError, StoreError
+from cdc.store import rows as stored_rows
 from cdc.store.annotations import ANNOTATIONS_TABLE
 from cdc.store.layout import _chunks_of
 from cdc.store.writer import RetentionPolicy
@@ -96,12 +96,7 @@ WRITER_CONFIG = {**CONNECTION_CONFIG, "index_scan_max_count": 1 << 20, "max_vacu
                  "checkpoint_threshold": "0B"}
 
 
-CHUNK_LISTS_TABLE = """CREATE TABLE IF NOT EXISTS chunk_lists (
-        natural_key VARCHAR NOT NULL,
-        generation BIGINT NOT NULL,
-        digests BLOB NOT NULL,
-        lengths INTEGER[] NOT NULL
-    )"""
+CHUNK_LISTS_TABLE = stored_rows.create_table("chunk_lists", stored_rows.ChunkListsRow)
 
 # The seed's `content_chunks`, a row per chunk, from the list rows.
 CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
@@ -110,15 +105,7 @@ CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
 # Search (`cdc.analyst.search`): the words each change added and removed, and the saved searches
 # with their hits per run.
 SEARCH_TABLES = [
-    """CREATE TABLE IF NOT EXISTS change_words (
-        natural_key VARCHAR NOT NULL,
-        generation BIGINT NOT NULL,
-        run INTEGER NOT NULL,
-        added_text VARCHAR USING COMPRESSION uncompressed,
-        removed_text VARCHAR USING COMPRESSION uncompressed,
-        added_words VARCHAR USING COMPRESSION uncompressed,
-        removed_words VARCHAR USING COMPRESSION uncompressed
-    )""",
+    stored_rows.create_table("change_words", stored_rows.ChangeWordsRow),
     # The index of `change_words`: a row per distinct token of each side of each change
     # (`cdc.store.search.index_words`), appended a batch at a time in token order.
     """CREATE TABLE IF NOT EXISTS change_tokens (
@@ -143,60 +130,20 @@ SEARCH_TABLES = [
     )""",
 ]
 
+# The tables of the rows ingest writes are made from those rows' definitions (`cdc.store.rows`):
+# their columns, types and order are the fields', so the Arrow tables appended match them.
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key VARCHAR NOT NULL, value VARCHAR NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS pages (
-        natural_key VARCHAR NOT NULL,
-        url VARCHAR NOT NULL,
-        host VARCHAR NOT NULL,
-        retention_class VARCHAR,
-        latest_generation BIGINT NOT NULL,
-        first_seen TIMESTAMP NOT NULL,
-        last_fetched TIMESTAMP NOT NULL,
-        last_checked TIMESTAMP NOT NULL,
-        etag VARCHAR,
-        last_modified VARCHAR
-    )""",
-    """CREATE TABLE IF NOT EXISTS generations (
-        natural_key VARCHAR NOT NULL,
-        generation BIGINT NOT NULL,
-        fetched_at TIMESTAMP NOT NULL,
-        content_digest BLOB NOT NULL,
-        length INTEGER NOT NULL,
-        chunk_count INTEGER NOT NULL,
-        text VARCHAR USING COMPRESSION uncompressed,
-        first_run INTEGER
-    )""",
+    stored_rows.create_table("pages", stored_rows.PagesRow),
+    stored_rows.create_table("generations", stored_rows.GenerationsRow),
     CHUNK_LISTS_TABLE,
     CONTENT_CHUNKS_VIEW,
-    """CREATE TABLE IF NOT EXISTS changes (
-        natural_key VARCHAR NOT NULL,
-        generation BIGINT NOT NULL,
-        previous_generation BIGINT,
-        fetched_at TIMESTAMP NOT NULL,
-        similarity DOUBLE,
-        unchanged_ratio DOUBLE,
-        retained_ratio DOUBLE,
-        bytes_added INTEGER,
-        bytes_removed INTEGER,
-        regions INTEGER,
-        verdict VARCHAR NOT NULL,
-        excerpt VARCHAR,
-        measure VARCHAR,
-        template_only BOOLEAN,
-        template_edit VARCHAR
-    )""",
+    stored_rows.create_table("changes", stored_rows.ChangesRow, stored_rows.TemplateFlags),
     """CREATE TABLE IF NOT EXISTS host_templates (
         host VARCHAR NOT NULL,
         digest BLOB NOT NULL
     )""",
-    """CREATE TABLE IF NOT EXISTS fetches (
-        natural_key VARCHAR NOT NULL,
-        fetched_at TIMESTAMP NOT NULL,
-        content_digest BLOB NOT NULL,
-        run INTEGER NOT NULL,
-        sequence BIGINT NOT NULL
-    )""",
+    stored_rows.create_table("fetches", stored_rows.FetchesRow),
     """CREATE TABLE IF NOT EXISTS runs (
         run INTEGER NOT NULL,
         label VARCHAR NOT NULL,
@@ -212,12 +159,7 @@ SCHEMA = [
         skipped BIGINT,
         failed BIGINT
     )""",
-    """CREATE TABLE IF NOT EXISTS page_runs (
-        natural_key VARCHAR NOT NULL,
-        run INTEGER NOT NULL,
-        fetched_at TIMESTAMP NOT NULL,
-        content_digest BLOB NOT NULL
-    )""",
+    stored_rows.create_table("page_runs", stored_rows.PageRunsRow),
     ANNOTATIONS_TABLE,
     *SEARCH_TABLES,
 ]

@@ -28,8 +28,8 @@ from cdc.store.wordindex import (
 )
 
 FILL_PAGES_PER_STEP = 1_000  # pages whose words are computed at a time by the upgrade
-# Hits whose texts are looked up by key (a few ms for 50 on the 100,000-page synthetic store);
-# for more (a download of every hit), one scan of the texts (300 ms there) costs less.
+# Hits whose texts are looked up by key (50 in 30 ms on the 100,000-page synthetic store);
+# for more (a download of every hit), one scan of the texts costs less.
 TEXTS_LOOKED_UP = 5_000
 
 ADDED, REMOVED = "added", "removed"
@@ -103,28 +103,36 @@ class Search:
                     JOIN pages p USING (natural_key)
                     ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""",
                                           [*matched, *values]).fetchall()
-            texts = self._side_texts(connection, [(hit[0], hit[3]) for hit in hits])
-        return [WordsMatch(*hit[:-1], texts[hit[0], hit[3]][hit[9] == REMOVED], hit[-1]) for hit in hits]
+            texts = self._side_texts(connection, [(hit[0], hit[3], hit[9]) for hit in hits])
+        return [WordsMatch(*hit[:-1], texts[hit[0], hit[3], hit[9]], hit[-1]) for hit in hits]
 
     @staticmethod
     def _side_texts(connection: duckdb.DuckDBPyConnection,
-                    changes: Sequence[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
-        """The (added, removed) texts of the changes (natural_key, generation): looked up by
-        key for a page of hits (DuckDB uses the key index for `natural_key IN (...)` alone,
-        and scans every text once the generations are asked for too), in one scan for more."""
-        wanted = set(changes)
-        if len(wanted) > TEXTS_LOOKED_UP:
-            with _registered(connection, "hit_changes", pa.table({
-                    "natural_key": pa.array([key for key, _ in wanted], pa.string()),
-                    "generation": pa.array([generation for _, generation in wanted], pa.int64())})):
-                rows = connection.execute("""
-                    SELECT natural_key, generation, added_text, removed_text FROM change_words
-                    SEMI JOIN hit_changes USING (natural_key, generation)""").fetchall()
-        else:
-            rows = _by_keys(connection, """SELECT natural_key, generation, added_text, removed_text
-                                           FROM change_words WHERE natural_key IN ({keys})""",
-                            sorted({key for key, _ in wanted}), lambda row: (row[0], row[1]) in wanted)
-        return {(key, generation): (added, removed) for key, generation, added, removed in rows}
+                    sides: Sequence[tuple[str, int, str]]) -> dict[tuple[str, int, str], str]:
+        """The texts of the sides (natural_key, generation, side) of changes, each side's from
+        its own column (a row of a zstd column costs a segment's decompression: 50 rows of
+        both columns took 60 ms). Looked up by key for a page of hits (DuckDB uses the key
+        index for `natural_key IN (...)` alone, and scans every text once the generations are
+        asked for too), in one scan for more (a download of every hit)."""
+        texts = {}
+        for side, column in ((ADDED, "added_text"), (REMOVED, "removed_text")):
+            wanted = {(key, generation) for key, generation, of in sides if of == side}
+            if not wanted:
+                continue
+            if len(wanted) > TEXTS_LOOKED_UP:
+                with _registered(connection, "hit_changes", pa.table({
+                        "natural_key": pa.array([key for key, _ in wanted], pa.string()),
+                        "generation": pa.array([generation for _, generation in wanted], pa.int64())})):
+                    rows = connection.execute(f"""
+                        SELECT natural_key, generation, {column} FROM change_words
+                        SEMI JOIN hit_changes USING (natural_key, generation)""").fetchall()
+            else:
+                rows = _by_keys(connection, f"""SELECT natural_key, generation, {column} FROM change_words
+                                                WHERE natural_key IN ({{keys}})""",
+                                sorted({key for key, _ in wanted}),
+                                lambda row, wanted=wanted: row[:2] in wanted)
+            texts.update({(key, generation, side): text for key, generation, text in rows})
+        return texts
 
     def replace_words(self, connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
         """The words of the changes in `words` (`change_words` rows) replaced: re-measured by
@@ -150,7 +158,7 @@ class Search:
         from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
         from cdc.core.compare import compare
         from cdc.core.editwords import edit_words
-        from cdc.ingest.tables import words_table
+        from cdc.store.rows import ChangeWordsRow, arrow_table
 
         pairs = connection.execute("""
             SELECT c.natural_key, c.generation, c.previous_generation, coalesce(g.first_run, 0)
@@ -184,7 +192,7 @@ class Search:
                 if found is not None:
                     rows.append(found)
             if rows:
-                with _registered(connection, "filled_words", words_table(rows)):
+                with _registered(connection, "filled_words", arrow_table(ChangeWordsRow, rows)):
                     connection.execute("INSERT INTO change_words SELECT * FROM filled_words")
                     index_words(connection, "filled_words")
             written += len(rows)

@@ -22,18 +22,16 @@ from datetime import date, datetime, timedelta
 import duckdb
 import xxhash
 
-from cdc.core.compare import UNCHANGED
+from cdc.core.verdicts import UNCHANGED, shown_verdict_of, verdict_order
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.lookups import _one
-from cdc.store.reads import shown_verdict_of
 from cdc.store.runs import RUN_COUNTS
 
 FINISHED, NOT_FINISHED = "finished", "did not finish"
 SHOWN_RUNS = 10  # runs an unknown-run error names
 DEFAULT_PAGE_SIZE = 50
 TEMPLATE_EXAMPLES = 3  # pages a template change names
-CHANGE_VERDICTS = ("minor", "rewrite", "different_page", "changed")  # smallest first; changed: unmeasured
 
 # The runs' columns, and when each one's crawl began and ended: its first and last capture
 # (a run ingests a crawl that may be older than the runs before it: a backfill).
@@ -221,7 +219,7 @@ class SiteDiff:
     changed: int
     unchanged: int
     verdicts: dict[str, int]  # changed pages that are not template-only, by verdict, in
-    # `CHANGE_VERDICTS` order
+    # `cdc.core.verdicts.SHOWN_ORDER`
     template_only: int
     template_changes: list[TemplateChange] = field(default_factory=list)  # most pages first
     pages: list[ChangedPage] = field(default_factory=list)
@@ -330,7 +328,7 @@ class SiteDiffs:
                 unchanged += same_words
             verdicts = dict(sorted(connection.execute("""
                 SELECT verdict, count(*) FROM site_changes WHERE template_only IS NOT TRUE
-                GROUP BY verdict""").fetchall(), key=_verdict_order))
+                GROUP BY verdict""").fetchall(), key=lambda item: verdict_order(item[0])))
             (changed, template_only), = connection.execute(
                 "SELECT count(*), count(*) FILTER (WHERE template_only) FROM site_changes").fetchall()
             groups = _template_groups(connection.execute("""
@@ -402,11 +400,6 @@ def latest_crawls(runs: list[RunInfo], count: int = 2) -> list[RunInfo]:
     diff compares by default (a backfill's run, however recent, holds an older crawl)."""
     finished = [info for info in runs if info.finished and info.crawled is not None]
     return sorted(finished, key=lambda info: info.crawl_order)[-count:]
-
-
-def _verdict_order(item: tuple[str, int]) -> tuple[int, str]:
-    verdict = item[0]
-    return (CHANGE_VERDICTS.index(verdict) if verdict in CHANGE_VERDICTS else len(CHANGE_VERDICTS), verdict)
 
 
 def _run_info(row: tuple) -> RunInfo:

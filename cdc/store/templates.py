@@ -38,7 +38,8 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from cdc.store.layout import DIGEST_BYTES, _digests_of
+from cdc.core.chunks import DIGEST_SIZE
+from cdc.store.layout import _digests_of
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
@@ -213,7 +214,7 @@ def _own_words(text: str, digests: bytes, lengths: Sequence[int], template: set[
     data = text.encode("utf-8")
     own, at = [], 0
     for index, length in enumerate(lengths):  # the few rows of `LINE_END_CHECK` only
-        if digests[DIGEST_BYTES * index:DIGEST_BYTES * (index + 1)] not in template:
+        if digests[DIGEST_SIZE * index:DIGEST_SIZE * (index + 1)] not in template:
             own.append(data[at:at + length])
         at += length
     return b"".join(own).split()

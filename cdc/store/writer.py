@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -98,10 +99,36 @@ class StoredRow:
     previous: int | None
 
 
+class StoredFetch(NamedTuple):
+    """One fetch of a page's whole history (a `fetches` row of the page)."""
+
+    fetched_at: datetime
+    content_digest: bytes
+    run: int
+    sequence: int
+
+
 @dataclass(frozen=True)
 class PageHistory:
     generations: list[StoredRow]  # in order
-    fetches: list[tuple[datetime, bytes, int, int]]  # fetched_at, content digest, run, sequence
+    fetches: list[StoredFetch]
+
+
+class RetainedText(NamedTuple):
+    """A retained generation's text, as `cdc migrate` re-chunks it."""
+
+    natural_key: str
+    generation: int
+    fetched_at: datetime
+    text: bytes  # UTF-8
+    previous: int | None  # the generation its change row was measured against
+
+
+class Validators(NamedTuple):
+    """A page's conditional-request validators, from its latest HTTP fetch."""
+
+    etag: str | None
+    last_modified: str | None
 
 
 @dataclass(frozen=True)
@@ -203,9 +230,8 @@ class Writer:
             "SELECT DISTINCT natural_key FROM generations WHERE text IS NOT NULL ORDER BY 1").fetchall()]
 
     def retained_texts(self, connection: duckdb.DuckDBPyConnection,
-                       keys: Sequence[str]) -> list[tuple[str, int, datetime, bytes, int | None]]:
-        """(natural_key, generation, fetched_at, UTF-8 text, the previous generation its change
-        row was measured against) of the retained generations of `keys`, by key and generation."""
+                       keys: Sequence[str]) -> list[RetainedText]:
+        """The retained generations of `keys`, by key and generation."""
         rows = _by_keys(connection, """
             SELECT natural_key, generation, fetched_at, encode(text) FROM generations
             WHERE natural_key IN ({keys}) AND text IS NOT NULL
@@ -213,8 +239,8 @@ class Writer:
         previous = {(key, generation): before for key, generation, before in _by_keys(
             connection, "SELECT natural_key, generation, previous_generation FROM changes "
                         "WHERE natural_key IN ({keys})", keys)}
-        rows = [(*row, previous.get((row[0], row[1]))) for row in rows]
-        return sorted(rows, key=lambda row: (row[0], row[1]))
+        rows = [RetainedText(*row, previous.get((row[0], row[1]))) for row in rows]
+        return sorted(rows, key=lambda row: (row.natural_key, row.generation))
 
     def replace_chunks(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str],
                        chunks: pa.Table, changes: pa.Table) -> None:
@@ -297,7 +323,7 @@ class Writer:
         for key, *fetch in _by_keys(connection, """
                 SELECT natural_key, fetched_at, content_digest, run, sequence FROM fetches
                 WHERE natural_key IN ({keys})""", keys):
-            histories[key].fetches.append(tuple(fetch))
+            histories[key].fetches.append(StoredFetch(*fetch))
         return {key: history for key, history in histories.items() if history.generations}
 
     def write(self, connection: duckdb.DuckDBPyConnection, batch: WriteBatch) -> None:
@@ -374,8 +400,8 @@ class Writer:
     # --- live fetching: conditional-request validators --------------------------------------
 
     def page_validators(self, connection: duckdb.DuckDBPyConnection,
-                        keys: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """(etag, last_modified) of each page among `keys` the store has."""
+                        keys: Sequence[str]) -> dict[str, Validators]:
+        """The validators of each page among `keys` the store has."""
         if not keys:
             return {}
         connection.register("wanted_keys", pa.table({"natural_key": pa.array(list(keys), pa.string())}))
@@ -386,7 +412,7 @@ class Writer:
             """).fetchall()
         finally:
             connection.unregister("wanted_keys")
-        return {key: (etag, last_modified) for key, etag, last_modified in rows}
+        return {key: Validators(etag, last_modified) for key, etag, last_modified in rows}
 
 
     def save_validators(self, connection: duckdb.DuckDBPyConnection,
