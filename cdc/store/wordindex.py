@@ -16,11 +16,12 @@ longer one where the side has every token of it and a place where each token is 
 in the phrase (the places count the line between two edits, so no phrase runs across it).
 
 Measured (`benchmarks/search.py`, the 100,000-page synthetic store: 200,000 changes, 283 MB of
-words, 28.5 million index rows, 291 MB): a common word in 180-360 ms, a phrase of three words
-in 215 ms, a watch of a common word at a 100,000-page run's end in 240 ms, where scanning the
-words took 0.4-0.8 s and 0.6 s. What stays dear is many hits and phrases of common words: 20
-watches (10 such phrases, 10 common words: 600,000 hits) add 1.7 s to a run's end (2.1 s),
-3.2 s before. At ingest the index costs about 5% of the CPU of the corpus's (0.5 s of 10.7).
+words, 28.5 million index rows in about 290 MB): a common word in 240-410 ms (added, either
+side), a phrase of three words in 160 ms, a watch of a common word at a 100,000-page run's end
+in 180 ms (a scan of every change's words: 360-750 ms, the watch 830 ms). What stays dear is many hits
+and phrases of common words: 20 watches (10 such phrases, 10 common words: 600,000 hits) add
+0.9 s to a run's end of 2.2 s (3.3 s before). At ingest the index costs about 5% of the
+corpus's CPU (0.5 s of 10.7).
 """
 
 from __future__ import annotations
