@@ -46,7 +46,7 @@ from cdc.ingest.ingester import Ingester
 from cdc.sources.jsonl import iter_lines
 from cdc.store import Store
 from cdc.store.connection import Connections
-from cdc.store.schema import STORED_TABLES
+from cdc.store.schema import INDEX_TABLES, STORED_TABLES
 from cdc.store.writer import RetentionPolicy
 
 CRAWL_AT = datetime(2025, 3, 3)  # weeks after the synthetic store's last crawl
@@ -118,7 +118,7 @@ def small_store(big: Path, hosts: list[str], out: Path) -> None:
         connection.execute("CREATE TEMP TABLE wanted AS SELECT natural_key FROM big.pages "
                            "WHERE host IN (SELECT unnest(?::VARCHAR[]))", [hosts])
         connection.execute("BEGIN TRANSACTION")
-        for table in STORED_TABLES:
+        for table in (*STORED_TABLES, *INDEX_TABLES):  # the rows and their index
             connection.execute(f"INSERT INTO {table} SELECT * FROM big.{table} "
                                "WHERE natural_key IN (SELECT natural_key FROM wanted)")
         connection.execute("INSERT INTO host_templates SELECT * FROM big.host_templates "
