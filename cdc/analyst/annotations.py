@@ -29,7 +29,8 @@ from cdc.analyst.queries import find_page, generation_at
 from cdc.core.urls import canonical_url
 from cdc.errors import AnnotationError, InvalidUrlError, PageNotFoundError
 from cdc.present.export import csv_bytes, csv_cell, neutralise_reversibly, restored
-from cdc.store import LABELS, AnnotatedChange, Annotation, Store
+from cdc.store import AnnotatedChange, Annotation, Store
+from cdc.store.annotations import checked_label
 
 NOTE_MAX_CHARS = 2_000  # a note is a remark on a change, not a report
 NAME_MAX_CHARS = 100
@@ -48,14 +49,6 @@ def default_annotator() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry for the uid (a container, say)
         return FALLBACK_ANNOTATOR
-
-
-def checked_label(label: str) -> str:
-    """A label as stored (lower case), or an `AnnotationError` naming the labels."""
-    value = (label or "").strip().lower()
-    if value not in LABELS:
-        raise AnnotationError(f"unknown label {label!r}: a change is one of {', '.join(LABELS)}")
-    return value
 
 
 def checked_note(note: str | None) -> str | None:

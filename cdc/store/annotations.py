@@ -25,10 +25,19 @@ import duckdb
 import pyarrow as pa
 
 from cdc.core.captures import current_generation
+from cdc.errors import AnnotationError
 from cdc.store.lookups import _by_keys, _for_keys, _one, _registered
 
 SIGNIFICANT, NOISE, UNSURE = "significant", "noise", "unsure"
 LABELS = (SIGNIFICANT, NOISE, UNSURE)
+
+
+def checked_label(label: str) -> str:
+    """A label as stored (lower case), or an `AnnotationError` naming the labels."""
+    value = (label or "").strip().lower()
+    if value not in LABELS:
+        raise AnnotationError(f"unknown label {label!r}: a change is one of {', '.join(LABELS)}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.store.lookups import _by_keys, _key_table, _one, _registered
+from cdc.store.searchquery import SearchQuery
 from cdc.store.wordindex import (
     REGISTERED,
     WordsFilter,
@@ -57,7 +58,7 @@ class WordsMatch:
 @dataclass(frozen=True)
 class StoredWatch:
     name: str
-    query: str  # JSON of the watch's search (`cdc.analyst.search.SearchQuery`)
+    query: str  # JSON of the watch's search (`cdc.store.searchquery.SearchQuery`)
     created_at: datetime
 
 
@@ -226,8 +227,6 @@ class Search:
         """The hits of each watch among the changes run `run` measured, recorded for the run
         (in the run's end's transaction: a run ends with its hits or not at all): one query
         for every watch, over that run's index rows."""
-        from cdc.analyst.search import SearchQuery
-
         connection.execute("DELETE FROM watch_hits WHERE run = ?", [run])
         saved = {name: SearchQuery.from_json(query).words_filter() for name, query in connection.execute(
             "SELECT name, query FROM watches ORDER BY name").fetchall()}
