@@ -239,15 +239,17 @@ def first_crawl(batches: list[WriteBatch], pages: int) -> WriteBatch:
     }
     tables = {name: connection.sql(query + " ORDER BY natural_key").to_arrow_table().cast(table.schema)
               for (name, query), table in zip(queries.items(), whole)}
-    once = WriteBatch(tables["pages"], tables["generations"], tables["chunks"], tables["changes"],
-                      batches[0].checked.slice(0, 0))
+    # The rest of a batch empty: a first crawl checks, replaces and re-measures nothing.
+    empty = {name: getattr(batches[0], name).slice(0, 0) for name in WriteBatch.__dataclass_fields__
+             if name not in tables}
+    once = WriteBatch(**tables, **empty)
     copies = max(1, round(pages / once.pages.num_rows))
     return _concatenated([_version_of(once, f"copy{n}", 0) for n in range(copies)])
 
 
 def _concatenated(batches: list[WriteBatch]) -> WriteBatch:
-    return WriteBatch(*(pa.concat_tables([getattr(batch, name) for batch in batches])
-                        for name in WriteBatch.__dataclass_fields__))
+    return WriteBatch(**{name: pa.concat_tables([getattr(batch, name) for batch in batches])
+                         for name in WriteBatch.__dataclass_fields__})
 
 
 def first_crawl_rate(crawl: WriteBatch, appends: int, store: Store | None = None) -> tuple[float, float]:
