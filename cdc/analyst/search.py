@@ -18,6 +18,7 @@ from cdc.core.editwords import excerpt_of
 from cdc.errors import SearchError
 from cdc.present.export import csv_cell
 from cdc.store import Store
+from cdc.store.search import SIDES
 from cdc.store.searchquery import SearchQuery
 
 DEFAULT_LIMIT = 50
@@ -54,7 +55,7 @@ def search(store: Store, query: SearchQuery, limit: int | None = DEFAULT_LIMIT,
         raise SearchError("--limit must be at least 1 and --offset at least 0")
     words = query.words_filter()
     matches = store.search_words(words, limit=limit, offset=offset)
-    phrases = {"added": words.added or words.either, "removed": words.removed or words.either}
+    phrases = dict(zip(SIDES, words.phrases(), strict=True))
     hits = [SearchHit(m.url, m.natural_key, m.host, m.generation, m.previous_generation, m.fetched_at,
                       m.verdict, m.template_only, m.run, m.side, excerpt_of(m.text, phrases[m.side]))
             for m in matches]
@@ -142,11 +143,13 @@ def watch_hits(store: Store, name: str | None = None, run: int | None = None) ->
     known = {watch.name: watch for watch in watches(store)}
     if name is not None and name not in known:
         raise SearchError(f"no watch named {name!r}; `cdc watch list` lists them")
+    # Each watch's phrase per side, normalised once, not once a hit (a run's end may record
+    # hundreds of thousands).
+    phrases = {watch_name: dict(zip(SIDES, watch.query.words_filter().phrases(), strict=True))
+               for watch_name, watch in known.items()}
     hits = []
     for row in store.watch_hits(name, run):
-        watch = known.get(row.name)
-        words = watch.query.words_filter() if watch else None
-        phrase = words and ((words.added if row.side == "added" else words.removed) or words.either)
+        phrase = phrases.get(row.name, {}).get(row.side)
         hits.append(WatchHit(row.name, row.run, row.url, row.natural_key, row.generation,
                              row.previous_generation, row.side,
                              excerpt_of(row.text, phrase or "") if row.text else ""))

@@ -23,7 +23,6 @@ from cdc.analyst.search import (
     watch_hits,
     watches,
 )
-from cdc.cli.annotate import labels_given
 from cdc.cli.common import EXIT_OK, EXIT_WATCH_HIT, time_option
 from cdc.core.verdicts import STORED_VERDICTS
 from cdc.errors import CdcError, SearchError
@@ -53,7 +52,7 @@ def _query(args: argparse.Namespace, run: int | None = None) -> SearchQuery:
     return SearchQuery(added=args.added, removed=args.removed, text=args.text, host=args.host, run=run,
                        since=args.since, until=args.until, verdicts=tuple(args.verdict or ()),
                        include_template=args.include_template,
-                       labels=labels_given(getattr(args, "label", None)))
+                       labels=tuple(getattr(args, "label", None) or ()))  # checked by SearchQuery
 
 
 def add_commands(commands: argparse._SubParsersAction,

@@ -22,7 +22,7 @@ from cdc.store.searchquery import SearchQuery
 from cdc.store.wordindex import (
     REGISTERED,
     WordsFilter,
-    index_words,
+    append_words,
     matches_query,
     unindex_words,
     wanted_tables,
@@ -104,8 +104,12 @@ class Search:
                     JOIN pages p USING (natural_key)
                     ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""",
                                           [*matched, *values]).fetchall()
-            texts = self._side_texts(connection, [(hit[0], hit[3], hit[9]) for hit in hits])
-        return [WordsMatch(*hit[:-1], texts[hit[0], hit[3], hit[9]], hit[-1]) for hit in hits]
+            # natural_key, url, host, generation, previous_generation, fetched_at, verdict,
+            # template_only, run, side, total: the columns of the query above.
+            texts = self._side_texts(connection, [(key, generation, side)
+                                                  for key, _, _, generation, *_, side, _ in hits])
+        return [WordsMatch(key, url, host, generation, *middle, side, texts[key, generation, side], total)
+                for key, url, host, generation, *middle, side, total in hits]
 
     @staticmethod
     def _side_texts(connection: duckdb.DuckDBPyConnection,
@@ -147,8 +151,7 @@ class Search:
                 DELETE FROM change_words USING new_words n
                 WHERE change_words.natural_key = n.natural_key AND change_words.generation = n.generation""")
             unindex_words(connection, "new_words")
-            connection.execute("INSERT INTO change_words SELECT * FROM replaced_words")
-            index_words(connection, "replaced_words")
+            append_words(connection, "replaced_words")
             connection.execute("DROP TABLE replaced_words")
 
     def fill_change_words(self, connection: duckdb.DuckDBPyConnection) -> int:
@@ -194,8 +197,7 @@ class Search:
                     rows.append(found)
             if rows:
                 with _registered(connection, "filled_words", arrow_table(ChangeWordsRow, rows)):
-                    connection.execute("INSERT INTO change_words SELECT * FROM filled_words")
-                    index_words(connection, "filled_words")
+                    append_words(connection, "filled_words")
             written += len(rows)
         return written
 

@@ -55,6 +55,13 @@ def index_words(connection: duckdb.DuckDBPyConnection, words: str) -> None:
         GROUP BY ALL ORDER BY token""")
 
 
+def append_words(connection: duckdb.DuckDBPyConnection, words: str) -> None:
+    """Append the `change_words` rows of the table named `words` and index them: the one way
+    words are written, so no writer leaves words the index does not know."""
+    connection.execute(f"INSERT INTO change_words SELECT * FROM {words}")
+    index_words(connection, words)
+
+
 def unindex_words(connection: duckdb.DuckDBPyConnection, changes: str) -> None:
     """Remove the index rows of the changes (natural_key, generation) in the table named
     `changes`: one join, whose generations' range DuckDB pushes into the scan."""

@@ -30,7 +30,7 @@ from cdc.store.lookups import (
     _one,
     _registered,
 )
-from cdc.store.wordindex import index_words, unindex_words
+from cdc.store.wordindex import append_words, unindex_words
 
 DEFAULT_KEEP = 3
 _GIVEN_TEXT = "wet"  # cdc.sources.extract.GIVEN_TEXT: the store does not import the extraction
@@ -366,8 +366,7 @@ class Writer:
         if batch.removed_changes.num_rows:  # their index rows: one join, as the table has no key index
             unindex_words(connection, "removed_changes")
         if batch.words.num_rows:
-            connection.execute("INSERT INTO change_words SELECT * FROM batch_words")
-            index_words(connection, "batch_words")
+            append_words(connection, "batch_words")
         connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
         connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
         # The pages stored before are updated (the URL and class of the page's latest fetch:
