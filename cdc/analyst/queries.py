@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cdc.core.captures import current_generation
-from cdc.core.chunking import Chunk, chunks_from_lengths
+from cdc.core.chunking import Chunk
+from cdc.core.chunks import chunks_from_lengths
 from cdc.core.compare import ChangeReport, compare
 from cdc.core.urls import canonical_url
 from cdc.errors import InvalidUrlError, PageNotFoundError

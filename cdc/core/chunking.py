@@ -49,8 +49,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from cdc.core.chunks import DIGEST_AT, RECORD, RECORD_FIELDS, Chunk, Chunks, packed
-from cdc.core.chunks import DIGEST_SIZE as DIGEST_SIZE  # callers import these from here
-from cdc.core.chunks import chunks_from_lengths as chunks_from_lengths
 from cdc.core.compiled import AHEAD_OF_TIME
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams, _cut, _cut_documents
 from cdc.core.native import buffer_address

@@ -6,10 +6,11 @@ from __future__ import annotations
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.normalize import NORMALIZATION_VERSION
 
-SPEC = f"{DEFAULT_PARAMS.spec}/{NORMALIZATION_VERSION}"
-"""Algorithm and gear table, sizes, digest, normalisation."""
-
 
 def spec_for(params: ChunkParams) -> str:
     """The SPEC string for chunks made with `params`."""
     return f"{params.spec}/{NORMALIZATION_VERSION}"
+
+
+SPEC = spec_for(DEFAULT_PARAMS)
+"""Algorithm and gear table, sizes, digest, normalisation."""

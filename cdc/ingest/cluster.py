@@ -79,7 +79,6 @@ class ClusterSummary:
     """A cluster ingest's result: the single-process summary, plus what was per shard."""
 
     ingest: IngestSummary = field(default_factory=IngestSummary)
-    warc: WarcSummary | None = None
     shards: int = 0
     shards_read: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # shard name, reason
@@ -88,6 +87,11 @@ class ClusterSummary:
     rows: int = 0  # rows appended (generations, chunk list rows, change rows)
     write_seconds: float = 0.0  # time in the single writer's transactions
     run: int = 0  # the run's id (`cdc runs`), once it has finished
+
+    @property
+    def warc(self) -> WarcSummary | None:
+        """The shards' archive counts (None when no shard was an archive)."""
+        return self.ingest.warc
 
 
 @contextmanager
@@ -333,9 +337,7 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
     summary.ingest.unchanged += len(report.revisits)  # a revisit: fetched again, unchanged
     if report.failure:
         summary.failed.append((report.name, report.failure))
-    if report.warc is not None:
-        summary.warc = summary.warc or WarcSummary()
-        summary.warc.add(report.warc)
+    summary.ingest.add_archive(report.warc)
 
 
 def _submit_builds(client, store: Store | None, observed: list, reports: list[ShardReport], count: int,

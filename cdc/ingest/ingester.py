@@ -106,6 +106,13 @@ class IngestSummary:
                 "changed": max(self.new_generations - self.new_pages, 0), "unchanged": self.unchanged,
                 "older": self.older, "skipped": len(self.bad), "failed": 0}
 
+    def add_archive(self, counts: WarcSummary | None) -> None:
+        """Count an archive's records too (an input file's, or a cluster shard's); None: the
+        input was not an archive."""
+        if counts is not None:
+            self.warc = self.warc or WarcSummary()
+            self.warc.add(counts)
+
     def merge(self, other: IngestSummary) -> None:
         """Add a summary of other records (another shard, or another partition of pages)."""
         self.records += other.records
@@ -229,9 +236,7 @@ class Ingester:
             self.summary.unchanged += len(revisits)
             self.summary.pages |= mark_revisits(self.store, revisits, self.run_id)
         for reader in readers:
-            if reader.summary is not None:
-                self.summary.warc = self.summary.warc or WarcSummary()
-                self.summary.warc.add(reader.summary)
+            self.summary.add_archive(reader.summary)
         if self._own_run:
             self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
         return self.summary

@@ -28,7 +28,9 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from cdc.core.chunking import chunk_many, chunks_from_lengths
+from cdc.core.chunking import chunk_many
+from cdc.core.chunks import chunks_from_lengths
+from cdc.core.excerpts import one_line
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.normalize import content_digest
 from cdc.core.urls import host_of
@@ -38,7 +40,7 @@ from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import Pending, Prepared, StoredState, build_pages, content_of
 from cdc.runtime.collector import collector_paused
 from cdc.sources.inputs import InputKind, open_crawl_input, run_mode
-from cdc.sources.jsonl import BadRecord, one_line
+from cdc.sources.jsonl import BadRecord
 from cdc.sources.warc import Revisit, WarcSummary
 from cdc.store import PageHistory, PageState, WriteBatch
 
