@@ -36,9 +36,10 @@ BATCH = 50  # records per batch in the writer children: many small transactions
 HANG = 240
 SEEN_WITHIN = 5.0  # seconds: a polling reader sees a batch at most this long after its commit
 
-# One xdist worker runs the module, so that `crash_crawl` (4,000 records and a clean run of
-# them) is built once (docs/testing.md).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("concurrency")]
+pytestmark = pytest.mark.slow
+# The tests of `crash_crawl` (4,000 records and a clean run of them) run in one xdist worker,
+# so that it is built once; the others may run in either (docs/testing.md).
+ONE_CRAWL = pytest.mark.xdist_group("concurrency")
 
 # A writer: ingests files into a store in batches, printing a line after each committed batch.
 WRITER = r"""
@@ -322,6 +323,7 @@ def crash_crawl(tmp_path_factory) -> tuple[Path, Path, list[int]]:
     return crawl, clean, counts
 
 
+@ONE_CRAWL
 @pytest.mark.parametrize(("after_batches", "delay"), [(3, 0.0), (30, 0.06)],
                          ids=["early-between-batches", "later-mid-batch"])
 def test_kill_9_leaves_every_committed_batch_and_a_rerun_ends_as_one_clean_run(
@@ -368,6 +370,7 @@ def test_kill_9_leaves_every_committed_batch_and_a_rerun_ends_as_one_clean_run(
     assert without_file_bytes(Store(store).stats()) == without_file_bytes(Store(clean).stats())
 
 
+@ONE_CRAWL
 def test_kill_9_during_a_backfill_then_a_rerun_ends_as_one_clean_run(tmp_path, spawn, crash_crawl):
     """The newer half of every page's history stored; the older half ingested after it, killed
     mid-run: a consistent store at every commit, and the same command again converges."""
