@@ -326,8 +326,8 @@ def _concatenated(batches: list[WriteBatch]) -> WriteBatch:
     """Partitions that finished together, as one transaction's rows (see _load)."""
     if len(batches) == 1:
         return batches[0]
-    return WriteBatch(*(pa.concat_tables([getattr(batch, name) for batch in batches])
-                        for name in WriteBatch.__dataclass_fields__))
+    return WriteBatch(**{name: pa.concat_tables([getattr(batch, name) for batch in batches])
+                         for name in WriteBatch.__dataclass_fields__})
 
 
 def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
