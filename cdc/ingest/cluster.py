@@ -114,12 +114,15 @@ def dask_client(address: str | None = None, workers: int | None = None,
         finally:
             client.close()
         return
-    with (local_cluster(workers or os.cpu_count() or 1, dashboard_address) as cluster,
-          Client(cluster) as client):
-        # Its worker processes are ours: they end with this process, however it ends.
-        client.run(die_with_parent, os.getpid())
+    with local_cluster(workers or os.cpu_count() or 1, dashboard_address) as cluster:
+        # A stop that comes while the client connects, not only during the work, kills the
+        # workers before the cluster closes: else its close leaves them heartbeating to a
+        # scheduler that is gone, and each prints a traceback (seen on a loaded machine).
         try:
-            yield client
+            with Client(cluster) as client:
+                # Its worker processes are ours: they end with this process, however it ends.
+                client.run(die_with_parent, os.getpid())
+                yield client
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: no task's result is wanted now
             _quiet_dask()
             _kill_workers(cluster)
