@@ -72,3 +72,19 @@ def docs_crawls(tmp_path_factory) -> sitecrawl.TwoCrawls:
         pytest.skip(reason)
     with _run_wide_folder(tmp_path_factory, "docs-crawls") as folder:
         return sitecrawl.cached_two_crawls(folder, pages=sitecrawl.SUITE_PAGES, seed=sitecrawl.SUITE_SEED)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first: the grouped slow ones (a group runs whole in one worker), then
+    the other slow ones, then the rest. Each xdist worker takes the next test or group when it
+    runs low, so the long ones started first leave the short ones to even the two workers out
+    at the end; in collection order a 60 s test could start last and hold the run up alone.
+    A stable sort, the same in every worker (xdist needs their collections equal), and
+    `--no-loadscope-reorder` keeps it (xdist's own order counts tests, not their time)."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("slow") is None:
+            return 2
+        return 0 if item.get_closest_marker("xdist_group") else 1
+
+    items.sort(key=rank)

@@ -51,6 +51,7 @@ def probe(kernels: str, texts: list[bytes]) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # two fresh processes, one of them compiling the kernels with Numba
 @built
 def test_ahead_of_time_kernels_answer_as_the_jit_does_and_numba_stays_unloaded():
     texts = [textgen.text(seed, size) for seed, size in ((1, 40_000), (2, 9_000), (3, 100))]

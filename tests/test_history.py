@@ -121,6 +121,7 @@ def histories(draw):
     return fetches, seed, inputs, batch
 
 
+@pytest.mark.slow  # 30 examples of two stores each: about a minute
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_any_order_and_split_of_the_records_gives_the_same_store(history):

@@ -30,6 +30,7 @@ def warc_crawl(tmp_path):
 
 # With small batches, every batch after the first arrives with its records extracted ahead in a
 # worker (`cdc.ingest.ingester.prepare_records`), its pages' earlier versions in the batches before it.
+@pytest.mark.slow  # each ingests a crawl with one process and with two
 @pytest.mark.parametrize("batch_bytes", [None, 2_000], ids=["one batch", "extracted ahead"])
 @pytest.mark.parametrize("crawl", [jsonl_crawl, warc_crawl])
 def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, crawl, batch_bytes):
