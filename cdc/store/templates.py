@@ -70,21 +70,25 @@ HOSTS_PAGES = "SELECT natural_key, host FROM pages WHERE host IN ({hosts})"
 HOSTS_LISTS = """
     SELECT p.host, l.natural_key, l.generation, l.digests
     FROM chunk_lists l JOIN host_pages p USING (natural_key) WHERE l.natural_key IN ({keys})"""
-_HOSTS_LISTS = "SELECT host, natural_key, digests FROM host_lists"
+# Those lists cut into a row per chunk digest (host, natural_key, generation, chunk_index,
+# digest), once: the template, the pages a template change moved and the recounted rows'
+# sides are all read from it. Cutting the BLOBs is most of what each of those queries cost
+# when each cut them again (three times 0.1-0.2 s of a run's end on the docs crawls).
+HOSTS_DIGESTS = f"SELECT * FROM {_digests_of('SELECT * FROM host_lists', in_order=True)}"
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
 STALE_CHANGES = """
     SELECT natural_key, generation, previous_generation, template_only, template_edit
     FROM changes WHERE natural_key IN ({keys})"""
 
 
-def _template_digests(lists: str) -> str:
+def _template_digests(digests: str) -> str:
     """A host's template: its digests on at least `?` (minimum pages) and more than `?`
     (share) of the pages of the hosts in `host_size` (host, pages), counted over every
-    retained generation: the chunk lists of `lists` (host, natural_key, digests). Each page's
-    digests are made distinct first: a third of the cost of count(DISTINCT)."""
+    retained generation: the chunk digests of `digests` (a relation of host, natural_key,
+    digest). Each page's digests are made distinct first: a third of the cost of count(DISTINCT)."""
     return f"""
     SELECT c.host, c.digest
-    FROM (SELECT DISTINCT host, natural_key, digest FROM {_digests_of(lists)}) c
+    FROM (SELECT DISTINCT host, natural_key, digest FROM {digests}) c
     JOIN host_size h ON h.host = c.host
     GROUP BY c.host, c.digest
     HAVING count(*) >= ? AND count(*) > ? * any_value(h.pages)
@@ -93,20 +97,20 @@ def _template_digests(lists: str) -> str:
 
 # The templates of the hosts in `host_size`, from the store's tables (what the reads count)
 # and from the lists a refresh gathered (`host_lists`).
-TEMPLATE_DIGESTS = _template_digests("""
+TEMPLATE_DIGESTS = _template_digests(_digests_of("""
     SELECT p.host, l.natural_key, l.digests
     FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
-    WHERE p.host IN (SELECT host FROM host_size)""")
-_GATHERED_TEMPLATE_DIGESTS = _template_digests(_HOSTS_LISTS)
+    WHERE p.host IN (SELECT host FROM host_size)"""))
+_GATHERED_TEMPLATE_DIGESTS = _template_digests("host_digests")
 
 # The pages of the hosts in `host_size` that hold a digest that entered or left their
 # template (`template_moves`).
-_MOVED_PAGES = f"""
-    SELECT DISTINCT c.natural_key FROM {_digests_of(_HOSTS_LISTS)} c
+_MOVED_PAGES = """
+    SELECT DISTINCT c.natural_key FROM host_digests c
     SEMI JOIN template_moves m ON m.host = c.host AND m.digest = c.digest"""
 
-# The chunk lists of the generations in `wanted`, with their host.
-_WANTED_LISTS = "SELECT * FROM host_lists SEMI JOIN wanted USING (natural_key, generation)"
+# The chunk digests of the generations in `wanted`, with their host and place.
+_WANTED_DIGESTS = "SELECT * FROM host_digests SEMI JOIN wanted USING (natural_key, generation)"
 
 # The flag of every change row in `stale_changes`, and the edit a template-only
 # row makes. A row is counted again when it has no flag yet (a writer inserts a row, or
@@ -131,7 +135,7 @@ FRESH_FLAGS = f"""
         SELECT natural_key, generation FROM stale_rows WHERE recount
         UNION SELECT natural_key, previous_generation FROM stale_rows WHERE recount
     ),
-    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS, in_order=True)}),
+    wanted_digests AS MATERIALIZED ({_WANTED_DIGESTS}),
     -- Each wanted generation's digests, sorted (a multiset), and its non-template ones in
     -- chunk order (a sequence: a moved own block makes two sides differ).
     sides AS (
@@ -298,6 +302,7 @@ class Templates:
                                f"{HOSTS_PAGES.format(hosts=', '.join('?' * len(hosts)))}", hosts)
         host_keys = None if pages is None else _keys_of(connection, "host_pages")
         _gather(connection, "host_lists", HOSTS_LISTS, host_keys, "chunk_lists")
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE host_digests AS {HOSTS_DIGESTS}")
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE host_size AS
             SELECT host, count(*) AS pages FROM host_pages GROUP BY host""")
@@ -333,6 +338,7 @@ class Templates:
             FROM new_flags f
             WHERE changes.natural_key = f.natural_key AND changes.generation = f.generation
               AND changes.natural_key IN ({keys})""", flagged, "changes")
-        for table in ("touched_hosts", "host_pages", "host_lists", "host_size", "fresh_templates",
-                      "template_moves", "moved_pages", "stale_changes", "fresh_flags", "new_flags"):
+        for table in ("touched_hosts", "host_pages", "host_lists", "host_digests", "host_size",
+                      "fresh_templates", "template_moves", "moved_pages", "stale_changes", "fresh_flags",
+                      "new_flags"):
             connection.execute(f"DROP TABLE {table}")
