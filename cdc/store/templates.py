@@ -39,7 +39,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.core.chunks import DIGEST_SIZE
-from cdc.store.layout import _digests_of
+from cdc.store.layout import _digests_of, digest_rows
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
@@ -70,11 +70,13 @@ HOSTS_PAGES = "SELECT natural_key, host FROM pages WHERE host IN ({hosts})"
 HOSTS_LISTS = """
     SELECT p.host, l.natural_key, l.generation, l.digests
     FROM chunk_lists l JOIN host_pages p USING (natural_key) WHERE l.natural_key IN ({keys})"""
-# Those lists cut into a row per chunk digest (host, natural_key, generation, chunk_index,
-# digest), once: the template, the pages a template change moved and the recounted rows'
-# sides are all read from it. Cutting the BLOBs is most of what each of those queries cost
-# when each cut them again (three times 0.1-0.2 s of a run's end on the docs crawls).
-HOSTS_DIGESTS = f"SELECT * FROM {_digests_of('SELECT * FROM host_lists', in_order=True)}"
+# Those lists cut into a row per chunk digest, once (`_cut_host_lists`): the template, the
+# pages a template change moved and the recounted rows' sides are all read from it. Cutting
+# the BLOBs in SQL was most of what each of those queries cost, when each cut them again
+# (three times 0.1-0.2 s of a run's end on the docs crawls).
+HOSTS_DIGESTS = """CREATE OR REPLACE TEMP TABLE host_digests (host VARCHAR, natural_key VARCHAR,
+    generation BIGINT, chunk_index BIGINT, digest BLOB)"""
+CUT_LISTS = 4096  # chunk lists cut at a time: about 400,000 digest rows, 40 MB of Arrow
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
 STALE_CHANGES = """
     SELECT natural_key, generation, previous_generation, template_only, template_edit
@@ -269,6 +271,17 @@ def unflagged_pages(connection: duckdb.DuckDBPyConnection, besides: Sequence[str
     return pages
 
 
+def _cut_host_lists(connection: duckdb.DuckDBPyConnection) -> None:
+    """`host_lists` as `host_digests`, a row per chunk digest, cut by `digest_rows` a part
+    of the lists at a time, so the Arrow copy stays small beside the table."""
+    connection.execute(HOSTS_DIGESTS)
+    lists = connection.execute("SELECT host, natural_key, generation, digests FROM host_lists").fetchall()
+    for start in range(0, len(lists), CUT_LISTS):
+        part = list(zip(*lists[start:start + CUT_LISTS]))
+        with _registered(connection, "cut_lists", digest_rows(*part)):
+            connection.execute("INSERT INTO host_digests SELECT * FROM cut_lists")
+
+
 class Templates:
     """The stored templates and flags, mixed into `Store`: refreshed by the writers."""
 
@@ -302,7 +315,7 @@ class Templates:
                                f"{HOSTS_PAGES.format(hosts=', '.join('?' * len(hosts)))}", hosts)
         host_keys = None if pages is None else _keys_of(connection, "host_pages")
         _gather(connection, "host_lists", HOSTS_LISTS, host_keys, "chunk_lists")
-        connection.execute(f"CREATE OR REPLACE TEMP TABLE host_digests AS {HOSTS_DIGESTS}")
+        _cut_host_lists(connection)
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE host_size AS
             SELECT host, count(*) AS pages FROM host_pages GROUP BY host""")
