@@ -80,7 +80,7 @@ def test_digest_rows_cut_chunk_lists_as_the_sql_cuts_them(tmp_path, crawl):
         lists = connection.execute("SELECT p.host, l.natural_key, l.generation, l.digests FROM chunk_lists l "
                                    "JOIN pages p USING (natural_key) ORDER BY ALL").fetchall()
         lists += [("shop9.example", "https://shop9.example/empty", 20240101000000, b"")]
-        connection.register("cut", digest_rows(*zip(*lists)))
+        connection.register("cut", digest_rows(lists))
         connection.register("given", pa.table(dict(zip(["host", "natural_key", "generation", "digests"],
                                                         map(list, zip(*lists))))))
         in_sql = connection.execute(
@@ -91,6 +91,7 @@ def test_digest_rows_cut_chunk_lists_as_the_sql_cuts_them(tmp_path, crawl):
             f"DESCRIBE SELECT * FROM {_digests_of('SELECT * FROM given', in_order=True)}").fetchall()
     assert cut == in_sql and len(cut) == sum(len(digests) // 16 for *_, digests in lists) > 0
     assert [row[:2] for row in types] == [row[:2] for row in sql_types]
+    assert digest_rows([]).num_rows == 0
 
 
 @pytest.mark.parametrize(("version", "rewrite"), [("1", as_schema_1), ("2", as_schema_2)])

@@ -70,13 +70,12 @@ HOSTS_PAGES = "SELECT natural_key, host FROM pages WHERE host IN ({hosts})"
 HOSTS_LISTS = """
     SELECT p.host, l.natural_key, l.generation, l.digests
     FROM chunk_lists l JOIN host_pages p USING (natural_key) WHERE l.natural_key IN ({keys})"""
-# Those lists cut into a row per chunk digest, once (`_cut_host_lists`): the template, the
-# pages a template change moved and the recounted rows' sides are all read from it. Cutting
-# the BLOBs in SQL was most of what each of those queries cost, when each cut them again
-# (three times 0.1-0.2 s of a run's end on the docs crawls).
-HOSTS_DIGESTS = """CREATE OR REPLACE TEMP TABLE host_digests (host VARCHAR, natural_key VARCHAR,
-    generation BIGINT, chunk_index BIGINT, digest BLOB)"""
-CUT_LISTS = 4096  # chunk lists cut at a time: about 400,000 digest rows, 40 MB of Arrow
+# Those lists cut into a row per chunk digest once, in Arrow (`host_digests`,
+# `cdc.store.layout.digest_rows`): the template, the pages a template change moved and the
+# recounted rows' sides are all read from it. Cutting the BLOBs in SQL was most of what each
+# of those queries cost, when each cut them again (three times 0.1-0.2 s of a run's end on
+# the docs crawls); a DuckDB table of the cut rows took 250 bytes a digest, the Arrow one 44.
+HOSTS_DIGESTS = "SELECT host, natural_key, generation, digests FROM host_lists"
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
 STALE_CHANGES = """
     SELECT natural_key, generation, previous_generation, template_only, template_edit
@@ -271,17 +270,6 @@ def unflagged_pages(connection: duckdb.DuckDBPyConnection, besides: Sequence[str
     return pages
 
 
-def _cut_host_lists(connection: duckdb.DuckDBPyConnection) -> None:
-    """`host_lists` as `host_digests`, a row per chunk digest, cut by `digest_rows` a part
-    of the lists at a time, so the Arrow copy stays small beside the table."""
-    connection.execute(HOSTS_DIGESTS)
-    lists = connection.execute("SELECT host, natural_key, generation, digests FROM host_lists").fetchall()
-    for start in range(0, len(lists), CUT_LISTS):
-        part = list(zip(*lists[start:start + CUT_LISTS]))
-        with _registered(connection, "cut_lists", digest_rows(*part)):
-            connection.execute("INSERT INTO host_digests SELECT * FROM cut_lists")
-
-
 class Templates:
     """The stored templates and flags, mixed into `Store`: refreshed by the writers."""
 
@@ -315,7 +303,7 @@ class Templates:
                                f"{HOSTS_PAGES.format(hosts=', '.join('?' * len(hosts)))}", hosts)
         host_keys = None if pages is None else _keys_of(connection, "host_pages")
         _gather(connection, "host_lists", HOSTS_LISTS, host_keys, "chunk_lists")
-        _cut_host_lists(connection)
+        connection.register("host_digests", digest_rows(connection.execute(HOSTS_DIGESTS).fetchall()))
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE host_size AS
             SELECT host, count(*) AS pages FROM host_pages GROUP BY host""")
@@ -351,7 +339,7 @@ class Templates:
             FROM new_flags f
             WHERE changes.natural_key = f.natural_key AND changes.generation = f.generation
               AND changes.natural_key IN ({keys})""", flagged, "changes")
-        for table in ("touched_hosts", "host_pages", "host_lists", "host_digests", "host_size",
-                      "fresh_templates", "template_moves", "moved_pages", "stale_changes", "fresh_flags",
-                      "new_flags"):
+        for table in ("touched_hosts", "host_pages", "host_lists", "host_size", "fresh_templates",
+                      "template_moves", "moved_pages", "stale_changes", "fresh_flags", "new_flags"):
             connection.execute(f"DROP TABLE {table}")
+        connection.unregister("host_digests")
