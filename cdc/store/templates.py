@@ -75,7 +75,12 @@ HOSTS_LISTS = """
 # recounted rows' sides are all read from it. Cutting the BLOBs in SQL was most of what each
 # of those queries cost, when each cut them again (three times 0.1-0.2 s of a run's end on
 # the docs crawls); a DuckDB table of the cut rows took 250 bytes a digest, the Arrow one 44.
+# Past `CUT_IN_ARROW` lists (about 2 million digests, 90 MB) the rows are a view that cuts
+# them in SQL where read, as before: DuckDB keeps within its memory limit, Python would not.
 HOSTS_DIGESTS = "SELECT host, natural_key, generation, digests FROM host_lists"
+CUT_IN_ARROW = 20_000
+HOSTS_DIGESTS_VIEW = ("CREATE OR REPLACE TEMP VIEW host_digests AS "
+                      f"SELECT * FROM {_digests_of('SELECT * FROM host_lists', in_order=True)}")
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
 STALE_CHANGES = """
     SELECT natural_key, generation, previous_generation, template_only, template_edit
@@ -303,7 +308,12 @@ class Templates:
                                f"{HOSTS_PAGES.format(hosts=', '.join('?' * len(hosts)))}", hosts)
         host_keys = None if pages is None else _keys_of(connection, "host_pages")
         _gather(connection, "host_lists", HOSTS_LISTS, host_keys, "chunk_lists")
-        connection.register("host_digests", digest_rows(connection.execute(HOSTS_DIGESTS).fetchall()))
+        (lists,) = connection.execute("SELECT count(*) FROM host_lists").fetchone()
+        in_arrow = lists <= CUT_IN_ARROW
+        if in_arrow:
+            connection.register("host_digests", digest_rows(connection.execute(HOSTS_DIGESTS).fetchall()))
+        else:
+            connection.execute(HOSTS_DIGESTS_VIEW)
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE host_size AS
             SELECT host, count(*) AS pages FROM host_pages GROUP BY host""")
@@ -342,4 +352,7 @@ class Templates:
         for table in ("touched_hosts", "host_pages", "host_lists", "host_size", "fresh_templates",
                       "template_moves", "moved_pages", "stale_changes", "fresh_flags", "new_flags"):
             connection.execute(f"DROP TABLE {table}")
-        connection.unregister("host_digests")
+        if in_arrow:
+            connection.unregister("host_digests")
+        else:
+            connection.execute("DROP VIEW host_digests")
