@@ -75,10 +75,11 @@ HOSTS_LISTS = """
 # recounted rows' sides are all read from it. Cutting the BLOBs in SQL was most of what each
 # of those queries cost, when each cut them again (three times 0.1-0.2 s of a run's end on
 # the docs crawls); a DuckDB table of the cut rows took 250 bytes a digest, the Arrow one 44.
-# Past `CUT_IN_ARROW` lists (about 2 million digests, 90 MB) the rows are a view that cuts
-# them in SQL where read, as before: DuckDB keeps within its memory limit, Python would not.
+# Past `CUT_IN_ARROW` lists (about 500,000 digests, 22 MB of Arrow beside 8 MB of lists
+# fetched) the rows are a view that cuts them in SQL where read, as before: DuckDB keeps
+# within its memory limit, Python would not (the --big WARC benchmark's run ends with 10,600).
 HOSTS_DIGESTS = "SELECT host, natural_key, generation, digests FROM host_lists"
-CUT_IN_ARROW = 20_000
+CUT_IN_ARROW = 5_000
 HOSTS_DIGESTS_VIEW = ("CREATE OR REPLACE TEMP VIEW host_digests AS "
                       f"SELECT * FROM {_digests_of('SELECT * FROM host_lists', in_order=True)}")
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
