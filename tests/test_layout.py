@@ -7,6 +7,7 @@ import shutil
 from dataclasses import replace
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from cdc import spec_for
@@ -20,6 +21,7 @@ from cdc.errors import PageNotFoundError
 from cdc.ingest.ingester import Ingester
 from cdc.sources.jsonl import SourceRecord
 from cdc.store import SCHEMA_VERSION, TABLES, RetentionPolicy, Store, schema
+from cdc.store.layout import _digests_of, digest_rows
 from tests import crawlgen
 from tests.storerows import (
     as_schema_1,
@@ -67,6 +69,29 @@ def test_content_chunks_are_the_chunks_of_every_retained_text(tmp_path, crawl):
     assert rows == expected and len(texts) == 8 * 3
     assert store.stats()["content_chunks"] == len(rows)
     assert consistency_problems(store.path) == dict.fromkeys(consistency_problems(store.path), 0)
+
+
+def test_digest_rows_cut_chunk_lists_as_the_sql_cuts_them(tmp_path, crawl):
+    """The run's end cuts the chunk lists into digest rows in NumPy (`digest_rows`): the same
+    rows, types and places as `_digests_of` cuts them in SQL, empty lists included."""
+    store = Store(tmp_path / "cdc.duckdb")
+    _ingest(store, crawl[0] + crawl[1])
+    with store.reading() as connection:
+        lists = connection.execute("SELECT p.host, l.natural_key, l.generation, l.digests FROM chunk_lists l "
+                                   "JOIN pages p USING (natural_key) ORDER BY ALL").fetchall()
+        lists += [("shop9.example", "https://shop9.example/empty", 20240101000000, b"")]
+        connection.register("cut", digest_rows(lists))
+        connection.register("given", pa.table(dict(zip(["host", "natural_key", "generation", "digests"],
+                                                        map(list, zip(*lists))))))
+        in_sql = connection.execute(
+            f"SELECT * FROM {_digests_of('SELECT * FROM given', in_order=True)} ORDER BY ALL").fetchall()
+        cut = connection.execute("SELECT * FROM cut ORDER BY ALL").fetchall()
+        types = connection.execute("DESCRIBE SELECT * FROM cut").fetchall()
+        sql_types = connection.execute(
+            f"DESCRIBE SELECT * FROM {_digests_of('SELECT * FROM given', in_order=True)}").fetchall()
+    assert cut == in_sql and len(cut) == sum(len(digests) // 16 for *_, digests in lists) > 0
+    assert [row[:2] for row in types] == [row[:2] for row in sql_types]
+    assert digest_rows([]).num_rows == 0
 
 
 @pytest.mark.parametrize(("version", "rewrite"), [("1", as_schema_1), ("2", as_schema_2)])

@@ -20,7 +20,7 @@ from cdc.analyst.queries import compare_generations
 from cdc.cli.main import main
 from cdc.ingest.ingester import Ingester
 from cdc.sources.jsonl import SourceRecord
-from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store
+from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, RetentionPolicy, Store, templates
 from cdc.store.templates import unflagged_pages
 from tests import crawlgen, textgen
 from tests.test_dashboard import open_page
@@ -153,7 +153,11 @@ def assert_flags_are_recounted(store: Store) -> dict[tuple[str, int], bool | Non
     return stored
 
 
-def test_the_stored_flags_are_the_rule_counted_again_after_runs_a_backfill_an_erasure_and_a_prune(tmp_path):
+@pytest.mark.parametrize("cut_in_arrow", [templates.CUT_IN_ARROW, 0], ids=["digests cut in Arrow", "in SQL"])
+def test_the_stored_flags_are_the_rule_counted_again_after_runs_a_backfill_an_erasure_and_a_prune(
+        tmp_path, monkeypatch, cut_in_arrow):
+    """Whether a refresh cuts the chunk lists in Arrow or, past `CUT_IN_ARROW` lists, in SQL."""
+    monkeypatch.setattr(templates, "CUT_IN_ARROW", cut_in_arrow)
     store = Store(tmp_path / "cdc.duckdb")
     sale = _template_change(crawlgen.NAVIGATION)
     bodies = {n: crawlgen.page_versions(n, 2) for n in range(PAGES)}

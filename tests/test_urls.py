@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -320,3 +323,19 @@ def test_any_string_gives_a_canonical_url_or_an_invalid_url_error(text):
         return  # refusing is a right answer; any other exception is not
     assert canonical.startswith(("http://", "https://"))
     assert canonical_url(canonical) == canonical
+
+
+# --- SURT keys ------------------------------------------------------------------------------
+
+
+def test_a_surt_key_loads_neither_tldextract_nor_requests_until_tldextract_is_used():
+    """`surt` imports tldextract (and requests) for helpers the default SURT never calls: a
+    fresh process makes SURTs without loading them, and the helpers still find the real module."""
+    code = "; ".join([
+        "import sys", "from cdc.core.urls import surt_key",
+        "print(surt_key('https://Docs.Python.org/3.11/A.html?b=1&a=2'))",
+        "print(sorted(set(sys.modules) & {'requests', 'urllib3', 'tldextract.tldextract'}))",
+        "print(sys.modules['surt.handyurl'].tldextract.TLDExtract.__module__)",
+        "print('requests' in sys.modules)"])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["org,python,docs)/3.11/a.html?a=2&b=1", "[]", "tldextract.tldextract", "True"]

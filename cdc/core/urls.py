@@ -18,8 +18,11 @@ a crawl's CDX index.
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import re
+import sys
+import types
 from urllib.parse import quote, urlsplit
 
 from cdc.errors import InvalidUrlError
@@ -216,9 +219,31 @@ def surt_key(canonical: str) -> str:
     Not a natural key: SURT canonicalisation folds what `canonical_url` keeps apart (the
     case of the path, a `www.` prefix), so two pages may share one. About 25 us of CPU a
     URL (`benchmarks/surt_keys.py`), so it is made once per page, when the page is first
-    stored. The package (and tldextract and requests, which it imports: 0.5 s on a loaded
-    2-core machine) loads at the first call, not with cdc.
+    stored. The package loads at the first call, not with cdc, and without the tldextract it
+    imports (`_import_surt`).
     """
+    return _import_surt()(canonical)
+
+
+def _import_surt():
+    """`surt.surt`, with its module's `import tldextract` put off until tldextract is used.
+
+    `surt` imports tldextract (and through it requests, urllib3 and charset_normalizer: a
+    quarter of a second, the dearest import of `cdc ingest`) for two public-suffix helpers of
+    `handyurl` that the default SURT never calls. A stand-in module (`_DeferredModule`) takes
+    its place until one of its attributes is read."""
+    if "surt" not in sys.modules and "tldextract" not in sys.modules:
+        sys.modules["tldextract"] = _DeferredModule("tldextract")
     from surt import surt
 
-    return surt(canonical)
+    return surt
+
+
+class _DeferredModule(types.ModuleType):
+    """A module not imported yet: reading an attribute it lacks imports the real one in its
+    place (in `sys.modules` too) and reads it there."""
+
+    def __getattr__(self, name: str):
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), name)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from cdc.core.urls import canonical_url, host_of
+from cdc.core.urls import canonical_url, host_of_key
 from cdc.errors import InvalidUrlError
 from cdc.ingest.histories import read_histories
 from cdc.ingest.versions import Fetch, PageWork, Pending, StoredGeneration, StoredState
@@ -146,7 +146,7 @@ def plan_pages(groups: list[tuple[str, list[Triaged]]], states: dict[str, PageSt
         stored_class = state.retention_class if state else None
         retention_class = (latest.retention_class or stored_class) if newer \
             else (stored_class or latest.retention_class)
-        pages.append(PageWork(key, host_of(key), _stored(state, histories.get(key)),
+        pages.append(PageWork(key, host_of_key(key), _stored(state, histories.get(key)),
                               [entry.pending for entry in entries], retention_class, run))
     return pages
 

@@ -7,6 +7,8 @@ Why a list row and not a row per chunk: `cdc.store.schema`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +53,31 @@ def content_chunk_rows(lists: pa.Table) -> pa.Table:
         "chunk_index": index,
         "digest": digests,
         "length": lengths.flatten(),
+    })
+
+
+def digest_rows(lists: Sequence[tuple[str, str, int, bytes]]) -> pa.Table:
+    """`chunk_lists` rows with their host first (host, natural_key, generation, digests) as a
+    row per chunk digest, in list order: host, natural_key, generation, chunk_index and
+    digest, as `_digests_of(..., in_order=True)` makes them in SQL, cut here by NumPy: DuckDB
+    cuts BLOBs at about a microsecond a digest. The host and key are dictionary-encoded (an
+    index into the lists' own), so a row takes 44 bytes; DuckDB reads them as VARCHAR."""
+    hosts, keys, generations, digests = (list(column) for column in zip(*lists)) if lists else ([],) * 4
+    counts = np.fromiter((len(value) // DIGEST_SIZE for value in digests), np.int64, len(digests))
+    parents = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+    index = np.arange(len(parents)) - np.repeat(np.cumsum(counts) - counts, counts)
+    # Whole digests only, as the SQL's range(octet_length // 16) takes them.
+    joined = b"".join(value if len(value) == DIGEST_SIZE * count else value[:DIGEST_SIZE * count]
+                      for value, count in zip(digests, counts.tolist()))
+    cut = pa.FixedSizeBinaryArray.from_buffers(pa.binary(DIGEST_SIZE), len(parents),
+                                               [None, pa.py_buffer(joined)]).cast(pa.binary())
+    take = pa.array(parents)
+    return pa.table({
+        "host": pa.DictionaryArray.from_arrays(take, pa.array(hosts, pa.string())),
+        "natural_key": pa.DictionaryArray.from_arrays(take, pa.array(keys, pa.string())),
+        "generation": pc.take(pa.array(generations, pa.int64()), take),
+        "chunk_index": pa.array(index, pa.int64()),
+        "digest": cut,
     })
 
 

@@ -39,7 +39,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.core.chunks import DIGEST_SIZE
-from cdc.store.layout import _digests_of
+from cdc.store.layout import _digests_of, digest_rows
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
@@ -70,21 +70,32 @@ HOSTS_PAGES = "SELECT natural_key, host FROM pages WHERE host IN ({hosts})"
 HOSTS_LISTS = """
     SELECT p.host, l.natural_key, l.generation, l.digests
     FROM chunk_lists l JOIN host_pages p USING (natural_key) WHERE l.natural_key IN ({keys})"""
-_HOSTS_LISTS = "SELECT host, natural_key, digests FROM host_lists"
+# Those lists cut into a row per chunk digest once, in Arrow (`host_digests`,
+# `cdc.store.layout.digest_rows`): the template, the pages a template change moved and the
+# recounted rows' sides are all read from it. Cutting the BLOBs in SQL was most of what each
+# of those queries cost, when each cut them again (three times 0.1-0.2 s of a run's end on
+# the docs crawls); a DuckDB table of the cut rows took 250 bytes a digest, the Arrow one 44.
+# Past `CUT_IN_ARROW` lists (about 500,000 digests, 22 MB of Arrow beside 8 MB of lists
+# fetched) the rows are a view that cuts them in SQL where read, as before: DuckDB keeps
+# within its memory limit, Python would not (the --big WARC benchmark's run ends with 10,600).
+HOSTS_DIGESTS = "SELECT host, natural_key, generation, digests FROM host_lists"
+CUT_IN_ARROW = 5_000
+HOSTS_DIGESTS_VIEW = ("CREATE OR REPLACE TEMP VIEW host_digests AS "
+                      f"SELECT * FROM {_digests_of('SELECT * FROM host_lists', in_order=True)}")
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
 STALE_CHANGES = """
     SELECT natural_key, generation, previous_generation, template_only, template_edit
     FROM changes WHERE natural_key IN ({keys})"""
 
 
-def _template_digests(lists: str) -> str:
+def _template_digests(digests: str) -> str:
     """A host's template: its digests on at least `?` (minimum pages) and more than `?`
     (share) of the pages of the hosts in `host_size` (host, pages), counted over every
-    retained generation: the chunk lists of `lists` (host, natural_key, digests). Each page's
-    digests are made distinct first: a third of the cost of count(DISTINCT)."""
+    retained generation: the chunk digests of `digests` (a relation of host, natural_key,
+    digest). Each page's digests are made distinct first: a third of the cost of count(DISTINCT)."""
     return f"""
     SELECT c.host, c.digest
-    FROM (SELECT DISTINCT host, natural_key, digest FROM {_digests_of(lists)}) c
+    FROM (SELECT DISTINCT host, natural_key, digest FROM {digests}) c
     JOIN host_size h ON h.host = c.host
     GROUP BY c.host, c.digest
     HAVING count(*) >= ? AND count(*) > ? * any_value(h.pages)
@@ -93,20 +104,20 @@ def _template_digests(lists: str) -> str:
 
 # The templates of the hosts in `host_size`, from the store's tables (what the reads count)
 # and from the lists a refresh gathered (`host_lists`).
-TEMPLATE_DIGESTS = _template_digests("""
+TEMPLATE_DIGESTS = _template_digests(_digests_of("""
     SELECT p.host, l.natural_key, l.digests
     FROM chunk_lists l JOIN pages p ON p.natural_key = l.natural_key
-    WHERE p.host IN (SELECT host FROM host_size)""")
-_GATHERED_TEMPLATE_DIGESTS = _template_digests(_HOSTS_LISTS)
+    WHERE p.host IN (SELECT host FROM host_size)"""))
+_GATHERED_TEMPLATE_DIGESTS = _template_digests("host_digests")
 
 # The pages of the hosts in `host_size` that hold a digest that entered or left their
 # template (`template_moves`).
-_MOVED_PAGES = f"""
-    SELECT DISTINCT c.natural_key FROM {_digests_of(_HOSTS_LISTS)} c
+_MOVED_PAGES = """
+    SELECT DISTINCT c.natural_key FROM host_digests c
     SEMI JOIN template_moves m ON m.host = c.host AND m.digest = c.digest"""
 
-# The chunk lists of the generations in `wanted`, with their host.
-_WANTED_LISTS = "SELECT * FROM host_lists SEMI JOIN wanted USING (natural_key, generation)"
+# The chunk digests of the generations in `wanted`, with their host and place.
+_WANTED_DIGESTS = "SELECT * FROM host_digests SEMI JOIN wanted USING (natural_key, generation)"
 
 # The flag of every change row in `stale_changes`, and the edit a template-only
 # row makes. A row is counted again when it has no flag yet (a writer inserts a row, or
@@ -131,7 +142,7 @@ FRESH_FLAGS = f"""
         SELECT natural_key, generation FROM stale_rows WHERE recount
         UNION SELECT natural_key, previous_generation FROM stale_rows WHERE recount
     ),
-    wanted_digests AS MATERIALIZED (SELECT * FROM {_digests_of(_WANTED_LISTS, in_order=True)}),
+    wanted_digests AS MATERIALIZED ({_WANTED_DIGESTS}),
     -- Each wanted generation's digests, sorted (a multiset), and its non-template ones in
     -- chunk order (a sequence: a moved own block makes two sides differ).
     sides AS (
@@ -298,6 +309,12 @@ class Templates:
                                f"{HOSTS_PAGES.format(hosts=', '.join('?' * len(hosts)))}", hosts)
         host_keys = None if pages is None else _keys_of(connection, "host_pages")
         _gather(connection, "host_lists", HOSTS_LISTS, host_keys, "chunk_lists")
+        (lists,) = connection.execute("SELECT count(*) FROM host_lists").fetchone()
+        in_arrow = lists <= CUT_IN_ARROW
+        if in_arrow:
+            connection.register("host_digests", digest_rows(connection.execute(HOSTS_DIGESTS).fetchall()))
+        else:
+            connection.execute(HOSTS_DIGESTS_VIEW)
         connection.execute("""
             CREATE OR REPLACE TEMP TABLE host_size AS
             SELECT host, count(*) AS pages FROM host_pages GROUP BY host""")
@@ -336,3 +353,7 @@ class Templates:
         for table in ("touched_hosts", "host_pages", "host_lists", "host_size", "fresh_templates",
                       "template_moves", "moved_pages", "stale_changes", "fresh_flags", "new_flags"):
             connection.execute(f"DROP TABLE {table}")
+        if in_arrow:
+            connection.unregister("host_digests")
+        else:
+            connection.execute("DROP VIEW host_digests")
