@@ -99,6 +99,8 @@ _TOKEN_SCHEMA = pa.schema([("added", pa.bool_()), ("phrase", pa.int32()), ("toke
                           ("tokens", pa.int32())])
 _VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
 REGISTERED = ("search_phrases", "search_tokens", "search_verdicts")
+# Past this many tokens of a run's watches, the run's index rows are read in one scan.
+TOKENS_SCANNED_APART = 8
 
 
 class WantedTables(NamedTuple):
@@ -161,15 +163,24 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     is read for that run's rows alone. Each join a hit goes through costs (for 20 watches of
     a 100,000-page run, 600,000 hits): `pages` is joined only when a search keeps one host's
     pages, and the verdicts, the labels and the changes that did both only when a search asks."""
-    # A scan per token: DuckDB reads a token's row groups only (zone maps) where the scan's
-    # filter is `token = ?`; a list of tokens became a join over every row of the run. The
-    # tokens of one-token phrases are read without their places.
     in_run = "AND run = ?" if run is not None else ""
 
-    def scans(columns: str, tokens: list[str]) -> str:
+    def scans(columns: str, tokens: list[str]) -> tuple[str, list]:
+        """The index rows of `tokens`: a scan per token where the whole index is read (DuckDB
+        reads a token's row groups only, by their zone maps, where the filter is `token = ?`);
+        one scan of the run's rows for the many tokens of a run's watches (a scan per token
+        read the run's row groups of each token again: 40 tokens cost 1.4 s, one scan 60 ms)."""
+        if not tokens:
+            return f"SELECT {columns} FROM change_tokens WHERE false", []
+        if run is not None and len(tokens) > TOKENS_SCANNED_APART:
+            return (f"SELECT {columns} FROM change_tokens WHERE run = ? AND list_contains(?, token)",
+                    [run, tokens])
         scan = f"SELECT {columns} FROM change_tokens WHERE token = ? {in_run}"
-        return " UNION ALL ".join([scan] * len(tokens)) or f"SELECT {columns} FROM change_tokens WHERE false"
+        return " UNION ALL ".join([scan] * len(tokens)), [
+            value for token in tokens for value in (token, run) if value is not None]
 
+    single, single_values = scans("token, added, natural_key, generation, run", wanted.single)
+    longer, longer_values = scans("*", wanted.longer)
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
             SELECT query, natural_key, generation FROM matched WHERE each_side
             GROUP BY ALL HAVING count(DISTINCT added) = 2
@@ -185,17 +196,34 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
           if wanted.both else []),
         *([annotated_as("c")] if wanted.labels else []),
     ]
+    # The sides that hold every token of a longer phrase are bounded by those of its rarest
+    # token: the rows of the others are kept where that one's are (a hash join on few rows),
+    # where counting every token's rows by side grouped them all (a common word or a comma
+    # in a phrase: 850,000 rows for 10 phrases, a second).
     return f"""
         WITH single AS (  -- the index rows of the phrases of one token: the sides that hold them
             SELECT w.added, w.phrase, t.natural_key, t.generation, t.run
-            FROM ({scans("token, added, natural_key, generation, run", wanted.single)}) t
+            FROM ({single}) t
             JOIN search_tokens w ON t.token = w.token AND t.added = w.added AND w.length = 1
-        ), longer AS MATERIALIZED (  -- those of the tokens of longer phrases, with their places
-            SELECT w.added, w.phrase, t.natural_key, t.generation, t.run, t.positions, w.offsets, w.length,
+        ), found AS MATERIALIZED (  -- the index rows of the tokens of longer phrases, with their places
+            {longer}
+        ), rarest AS (  -- each longer phrase's token of fewest rows (none: no side holds the phrase)
+            SELECT w.added, w.phrase, arg_min(w.token, coalesce(n.rows, 0)) AS token
+            FROM search_tokens w
+            LEFT JOIN (SELECT added, token, count(*) AS rows FROM found GROUP BY ALL) n
+                   ON n.added = w.added AND n.token = w.token
+            WHERE w.length > 1 GROUP BY ALL
+        ), bounds AS MATERIALIZED (  -- the sides that hold it
+            SELECT r.added, r.phrase, f.natural_key, f.generation
+            FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token
+        ), longer AS MATERIALIZED (  -- the rows of a longer phrase's tokens on those sides
+            SELECT w.added, w.phrase, f.natural_key, f.generation, f.run, f.positions, w.offsets, w.length,
                    w.tokens
-            FROM ({scans("*", wanted.longer)}) t
-            JOIN search_tokens w ON t.token = w.token AND t.added = w.added AND w.length > 1
-        ), candidates AS (  -- the sides that hold every token of such a phrase (the rarest bounds them)
+            FROM found f
+            JOIN search_tokens w ON f.token = w.token AND f.added = w.added AND w.length > 1
+            SEMI JOIN bounds b ON b.added = w.added AND b.phrase = w.phrase
+                               AND b.natural_key = f.natural_key AND b.generation = f.generation
+        ), candidates AS (  -- the sides that hold every token of such a phrase
             SELECT added, phrase, natural_key, generation FROM longer
             GROUP BY ALL HAVING count(*) = any_value(tokens)
         ), held AS (  -- the sides that hold the phrase
@@ -206,7 +234,8 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
                               offsets, lambda k: list_transform(positions, lambda p: p - k)))) AS start
                 FROM longer SEMI JOIN candidates USING (added, phrase, natural_key, generation))
             GROUP BY added, phrase, natural_key, generation, run, start HAVING count(*) = any_value(length)
-        ), matched AS (  -- by search, with its filters
+        ), matched AS MATERIALIZED (  -- by search, with its filters (materialized: DuckDB
+            -- otherwise built its hash table on the hits and probed it with the searches)
             SELECT s.*, h.natural_key, h.generation, h.run
             FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
         ){both_sides}
@@ -215,5 +244,4 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
         FROM matched m JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
         {"JOIN pages p ON p.natural_key = m.natural_key" if wanted.by_host else ""}
         WHERE {" AND ".join(conditions)}
-        """, [*(value for token in (*wanted.single, *wanted.longer) for value in (token, run)
-                if value is not None), *([list(wanted.labels)] if wanted.labels else [])]
+        """, [*single_values, *longer_values, *([list(wanted.labels)] if wanted.labels else [])]
