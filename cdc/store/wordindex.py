@@ -101,6 +101,8 @@ _VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
 REGISTERED = ("search_phrases", "search_tokens", "search_verdicts")
 # Past this many tokens of a run's watches, the run's index rows are read in one scan.
 TOKENS_SCANNED_APART = 8
+# A search's columns of `search_phrases` (aliased s), as `matched` has them.
+PHRASE_COLUMNS = ", ".join(f"s.{name}" for name in _PHRASE_SCHEMA.names)
 
 
 class WantedTables(NamedTuple):
@@ -165,22 +167,24 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     pages, and the verdicts, the labels and the changes that did both only when a search asks."""
     in_run = "AND run = ?" if run is not None else ""
 
-    def scans(columns: str, tokens: list[str]) -> tuple[str, list]:
-        """The index rows of `tokens`: a scan per token where the whole index is read (DuckDB
-        reads a token's row groups only, by their zone maps, where the filter is `token = ?`);
-        one scan of the run's rows for the many tokens of a run's watches (a scan per token
-        read the run's row groups of each token again: 40 tokens cost 1.4 s, one scan 60 ms)."""
+    def scans(columns: str, tokens: list[str], lengths: str) -> tuple[str, list]:
+        """The index rows of `tokens` (those of the phrases of `lengths`): a scan per token
+        where the whole index is read (DuckDB reads a token's row groups only, by their zone
+        maps, where the filter is `token = ?`); one scan of the run's rows, joined with the
+        tokens, for the many tokens of a run's watches (a scan per token read the run's row
+        groups again for each: 40 tokens cost 1.4 s, one scan 80 ms)."""
         if not tokens:
             return f"SELECT {columns} FROM change_tokens WHERE false", []
         if run is not None and len(tokens) > TOKENS_SCANNED_APART:
-            return (f"SELECT {columns} FROM change_tokens WHERE run = ? AND list_contains(?, token)",
-                    [run, tokens])
+            return (f"""SELECT {columns} FROM change_tokens
+                        SEMI JOIN (SELECT DISTINCT token FROM search_tokens WHERE {lengths}) USING (token)
+                        WHERE run = ?""", [run])
         scan = f"SELECT {columns} FROM change_tokens WHERE token = ? {in_run}"
         return " UNION ALL ".join([scan] * len(tokens)), [
             value for token in tokens for value in (token, run) if value is not None]
 
-    single, single_values = scans("token, added, natural_key, generation, run", wanted.single)
-    longer, longer_values = scans("*", wanted.longer)
+    single, single_values = scans("token, added, natural_key, generation, run", wanted.single, "length = 1")
+    longer, longer_values = scans("*", wanted.longer, "length > 1")
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
             SELECT query, natural_key, generation FROM matched WHERE each_side
             GROUP BY ALL HAVING count(DISTINCT added) = 2
@@ -201,10 +205,12 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     # where counting every token's rows by side grouped them all (a common word or a comma
     # in a phrase: 850,000 rows for 10 phrases, a second).
     return f"""
-        WITH single AS (  -- the index rows of the phrases of one token: the sides that hold them
-            SELECT w.added, w.phrase, t.natural_key, t.generation, t.run
-            FROM ({single}) t
-            JOIN search_tokens w ON t.token = w.token AND t.added = w.added AND w.length = 1
+        WITH single AS (  -- the sides that hold a phrase of one token, by search (one join)
+            SELECT {PHRASE_COLUMNS}, t.natural_key, t.generation, t.run
+            FROM ({single}) t JOIN (
+                SELECT s.*, w.token FROM search_phrases s
+                JOIN search_tokens w ON w.added = s.added AND w.phrase = s.phrase AND w.length = 1
+            ) s ON s.token = t.token AND s.added = t.added
         ), found AS MATERIALIZED (  -- the index rows of the tokens of longer phrases, with their places
             {longer}
         ), rarest AS (  -- each longer phrase's token of fewest rows (none: no side holds the phrase)
@@ -216,27 +222,23 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
         ), bounds AS MATERIALIZED (  -- the sides that hold it
             SELECT r.added, r.phrase, f.natural_key, f.generation
             FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token
-        ), longer AS MATERIALIZED (  -- the rows of a longer phrase's tokens on those sides
-            SELECT w.added, w.phrase, f.natural_key, f.generation, f.run, f.positions, w.offsets, w.length,
-                   w.tokens
+        ), longer AS (  -- the rows of a longer phrase's tokens on those sides
+            SELECT w.added, w.phrase, f.natural_key, f.generation, f.run, f.positions, w.offsets, w.tokens
             FROM found f
             JOIN search_tokens w ON f.token = w.token AND f.added = w.added AND w.length > 1
             SEMI JOIN bounds b ON b.added = w.added AND b.phrase = w.phrase
                                AND b.natural_key = f.natural_key AND b.generation = f.generation
-        ), candidates AS (  -- the sides that hold every token of such a phrase
-            SELECT added, phrase, natural_key, generation FROM longer
-            GROUP BY ALL HAVING count(*) = any_value(tokens)
-        ), held AS (  -- the sides that hold the phrase
-            SELECT * FROM single
-            UNION ALL  -- a longer one: a place where each of its tokens is at its offset
-            SELECT DISTINCT added, phrase, natural_key, generation, run FROM (
-                SELECT *, unnest(flatten(list_transform(
-                              offsets, lambda k: list_transform(positions, lambda p: p - k)))) AS start
-                FROM longer SEMI JOIN candidates USING (added, phrase, natural_key, generation))
-            GROUP BY added, phrase, natural_key, generation, run, start HAVING count(*) = any_value(length)
+        ), held AS (  -- the sides that hold a longer phrase: every token of it, and a place where
+            -- each is at its offset (a start that each token's places, less each offset, hold)
+            SELECT added, phrase, natural_key, generation, run FROM longer
+            GROUP BY ALL HAVING count(*) = any_value(tokens) AND len(list_reduce(
+                flatten(list(list_transform(offsets, lambda k: list_transform(positions, lambda p: p - k)))),
+                lambda a, b: list_intersect(a, b))) > 0
         ), matched AS MATERIALIZED (  -- by search, with its filters (materialized: DuckDB
             -- otherwise built its hash table on the hits and probed it with the searches)
-            SELECT s.*, h.natural_key, h.generation, h.run
+            SELECT * FROM single
+            UNION ALL
+            SELECT {PHRASE_COLUMNS}, h.natural_key, h.generation, h.run
             FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
         ){both_sides}
         SELECT m.query, m.natural_key, m.generation, c.previous_generation, c.fetched_at, c.verdict,
