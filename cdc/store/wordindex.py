@@ -91,9 +91,10 @@ class WordsFilter:
         return self.added or self.either, self.removed or self.either
 
 
-_PHRASE_SCHEMA = pa.schema([("query", pa.string()), ("added", pa.bool_()), ("phrase", pa.int32()),
-                           ("each_side", pa.bool_()), ("host", pa.string()), ("since", pa.timestamp("us")),
-                           ("until", pa.timestamp("us")), ("include_template", pa.bool_())])
+_PHRASE_SCHEMA = pa.schema([("search", pa.int32()), ("query", pa.string()), ("added", pa.bool_()),
+                           ("phrase", pa.int32()), ("each_side", pa.bool_()), ("host", pa.string()),
+                           ("since", pa.timestamp("us")), ("until", pa.timestamp("us")),
+                           ("include_template", pa.bool_())])
 _TOKEN_SCHEMA = pa.schema([("added", pa.bool_()), ("phrase", pa.int32()), ("token", pa.string()),
                           ("offsets", pa.list_(pa.int32())), ("length", pa.int32()),
                           ("tokens", pa.int32())])
@@ -101,15 +102,13 @@ _VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
 REGISTERED = ("search_phrases", "search_tokens", "search_verdicts")
 # Past this many tokens of a run's watches, the run's index rows are read in one scan.
 TOKENS_SCANNED_APART = 8
-# A search's columns of `search_phrases` (aliased s), as `matched` has them.
-PHRASE_COLUMNS = ", ".join(f"s.{name}" for name in _PHRASE_SCHEMA.names)
 
 
 class WantedTables(NamedTuple):
     """Searches as the matching query reads them: the tables it joins, registered under
     their names (`REGISTERED`), and what its SQL is made of."""
 
-    search_phrases: pa.Table  # a row per side a search reads: the phrase it must hold (a number), the filters
+    search_phrases: pa.Table  # a row (numbered) per side a search reads: its phrase (a number), the filters
     search_tokens: pa.Table  # a row per distinct token of each distinct (side, phrase), its offsets in it
     search_verdicts: pa.Table  # a row per verdict a search keeps
     single: list[str]  # the distinct tokens of the phrases of one token: a scan of the index each
@@ -133,7 +132,7 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
             if not phrase:
                 continue
             number = numbers.setdefault((added, phrase), len(numbers))  # joined on, for the phrase
-            phrases.append((name, added, number, both, words.host, words.since, words.until,
+            phrases.append((len(phrases), name, added, number, both, words.host, words.since, words.until,
                             words.include_template))
             found = phrase.split()
             offsets: dict[str, list[int]] = {}
@@ -154,7 +153,7 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
                         sorted({token for _, _, token, _, length, _ in token_rows if length == 1}),
                         sorted({token for _, _, token, _, length, _ in token_rows if length > 1}),
                         by_host=any(words.host for words in searches.values()), by_verdict=bool(verdicts),
-                        both=any(row[3] for row in phrases), labels=next(iter(labels), ()))
+                        both=any(row[4] for row in phrases), labels=next(iter(labels), ()))
 
 
 def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
@@ -186,17 +185,17 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     single, single_values = scans("token, added, natural_key, generation, run", wanted.single, "length = 1")
     longer, longer_values = scans("*", wanted.longer, "length > 1")
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
-            SELECT query, natural_key, generation FROM matched WHERE each_side
-            GROUP BY ALL HAVING count(DISTINCT added) = 2
+            SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
+            WHERE s.each_side GROUP BY ALL HAVING count(DISTINCT s.added) = 2
         )""" if wanted.both else ""
     conditions = [
-        "(m.include_template OR c.template_only IS NOT TRUE)",
-        "(m.since IS NULL OR c.fetched_at >= m.since)",
-        "(m.until IS NULL OR c.fetched_at < m.until)",
-        *(["(m.host IS NULL OR p.host = m.host)"] if wanted.by_host else []),
-        *(["((m.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts) "
-           "OR m.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
-        *(["(NOT m.each_side OR (m.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
+        "(s.include_template OR c.template_only IS NOT TRUE)",
+        "(s.since IS NULL OR c.fetched_at >= s.since)",
+        "(s.until IS NULL OR c.fetched_at < s.until)",
+        *(["(s.host IS NULL OR p.host = s.host)"] if wanted.by_host else []),
+        *(["((s.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts) "
+           "OR s.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
+        *(["(NOT s.each_side OR (s.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
           if wanted.both else []),
         *([annotated_as("c")] if wanted.labels else []),
     ]
@@ -206,9 +205,9 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     # in a phrase: 850,000 rows for 10 phrases, a second).
     return f"""
         WITH single AS (  -- the sides that hold a phrase of one token, by search (one join)
-            SELECT {PHRASE_COLUMNS}, t.natural_key, t.generation, t.run
+            SELECT s.search, t.natural_key, t.generation, t.run
             FROM ({single}) t JOIN (
-                SELECT s.*, w.token FROM search_phrases s
+                SELECT s.search, s.added, w.token FROM search_phrases s
                 JOIN search_tokens w ON w.added = s.added AND w.phrase = s.phrase AND w.length = 1
             ) s ON s.token = t.token AND s.added = t.added
         ), found AS MATERIALIZED (  -- the index rows of the tokens of longer phrases, with their places
@@ -234,16 +233,18 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
             GROUP BY ALL HAVING count(*) = any_value(tokens) AND len(list_reduce(
                 flatten(list(list_transform(offsets, lambda k: list_transform(positions, lambda p: p - k)))),
                 lambda a, b: list_intersect(a, b))) > 0
-        ), matched AS MATERIALIZED (  -- by search, with its filters (materialized: DuckDB
-            -- otherwise built its hash table on the hits and probed it with the searches)
+        ), matched AS MATERIALIZED (  -- by search (its number: the rows stay narrow), joined
+            -- with its filters after (materialized: DuckDB otherwise built its hash table on
+            -- the hits and probed it with the searches)
             SELECT * FROM single
             UNION ALL
-            SELECT {PHRASE_COLUMNS}, h.natural_key, h.generation, h.run
+            SELECT s.search, h.natural_key, h.generation, h.run
             FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
         ){both_sides}
-        SELECT m.query, m.natural_key, m.generation, c.previous_generation, c.fetched_at, c.verdict,
-               c.template_only, m.run, CASE WHEN m.added THEN 'added' ELSE 'removed' END AS side
-        FROM matched m JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
+        SELECT s.query, m.natural_key, m.generation, c.previous_generation, c.fetched_at, c.verdict,
+               c.template_only, m.run, CASE WHEN s.added THEN 'added' ELSE 'removed' END AS side
+        FROM matched m JOIN search_phrases s USING (search)
+        JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
         {"JOIN pages p ON p.natural_key = m.natural_key" if wanted.by_host else ""}
         WHERE {" AND ".join(conditions)}
         """, [*single_values, *longer_values, *([list(wanted.labels)] if wanted.labels else [])]
