@@ -16,12 +16,16 @@ longer one where the side has every token of it and a place where each token is 
 in the phrase (the places count the line between two edits, so no phrase runs across it).
 
 Measured (`benchmarks/search.py`, the 100,000-page synthetic store: 200,000 changes, 283 MB of
-words, 28.5 million index rows in about 290 MB): a common word in 240-410 ms (added, either
-side), a phrase of three words in 160 ms, a watch of a common word at a 100,000-page run's end
-in 180 ms (a scan of every change's words: 360-750 ms, the watch 830 ms). What stays dear is many hits
-and phrases of common words: 20 watches (10 such phrases, 10 common words: 600,000 hits) add
-0.9 s to a run's end of 2.2 s (3.3 s before). At ingest the index costs about 5% of the
-corpus's CPU (0.5 s of 10.7).
+words, 31.8 million index rows): a common word in 240-410 ms (added, either side), a phrase of
+three words in 160 ms, a watch of a common word at a 100,000-page run's end in 180 ms (a scan
+of every change's words: 360-750 ms, the watch 830 ms), quiet machine. Then, on a loaded one
+(medians of CPU ms, each measured beside the query before): the common word's query either side
+235 -> 131 ms (its matches materialized before `changes` is joined), its page's texts 70 ->
+4 ms (`cdc.store.search`); 20 watches' hits (10 phrases of common syllables, 10 common words:
+600,000 hits) recorded in 1,300-1,480 -> 1,040-1,060 ms in the writer's one thread. What stays
+dear is those hits: each goes through hash joins keyed by its page's URL (the searches', the
+changes') and into `watch_hits`, so a run's end of 2.2 s with 20 such watches costs about 1.5x
+one with none. At ingest the index costs about 5% of the corpus's CPU (0.5 s of 10.7).
 """
 
 from __future__ import annotations
