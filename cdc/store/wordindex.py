@@ -222,15 +222,17 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
             LEFT JOIN (SELECT added, token, count(*) AS rows FROM found GROUP BY ALL) n
                    ON n.added = w.added AND n.token = w.token
             WHERE w.length > 1 GROUP BY ALL
-        ), bounds AS MATERIALIZED (  -- the sides that hold it
+        ), bounds AS (  -- the sides that hold it
             SELECT r.added, r.phrase, f.natural_key, f.generation
             FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token
+        ), wanted AS MATERIALIZED (  -- on those sides, each token of the phrase: the rows to read
+            -- (materialized, so that `found` is joined once on each row, not on each of its phrases)
+            SELECT b.*, w.token, w.offsets, w.tokens
+            FROM bounds b JOIN search_tokens w ON w.added = b.added AND w.phrase = b.phrase AND w.length > 1
         ), longer AS (  -- the rows of a longer phrase's tokens on those sides
-            SELECT w.added, w.phrase, f.natural_key, f.generation, f.run, f.positions, w.offsets, w.tokens
-            FROM found f
-            JOIN search_tokens w ON f.token = w.token AND f.added = w.added AND w.length > 1
-            SEMI JOIN bounds b ON b.added = w.added AND b.phrase = w.phrase
-                               AND b.natural_key = f.natural_key AND b.generation = f.generation
+            SELECT t.added, t.phrase, f.natural_key, f.generation, f.run, f.positions, t.offsets, t.tokens
+            FROM found f JOIN wanted t ON f.added = t.added AND f.token = t.token
+                                      AND f.natural_key = t.natural_key AND f.generation = t.generation
         ), held AS (  -- the sides that hold a longer phrase: every token of it, and a place where
             -- each is at its offset (a start that each token's places, less each offset, hold)
             SELECT added, phrase, natural_key, generation, run FROM longer
