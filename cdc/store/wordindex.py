@@ -19,13 +19,14 @@ Measured (`benchmarks/search.py`, the 100,000-page synthetic store: 200,000 chan
 words, 31.8 million index rows): a common word in 240-410 ms (added, either side), a phrase of
 three words in 160 ms, a watch of a common word at a 100,000-page run's end in 180 ms (a scan
 of every change's words: 360-750 ms, the watch 830 ms), quiet machine. Then, on a loaded one
-(medians of CPU ms, each measured beside the query before): the common word's query either side
-235 -> 131 ms (its matches materialized before `changes` is joined), its page's texts 70 ->
-4 ms (`cdc.store.search`); 20 watches' hits (10 phrases of common syllables, 10 common words:
-600,000 hits) recorded in 1,300-1,480 -> 1,040-1,060 ms in the writer's one thread. What stays
-dear is those hits: each goes through hash joins keyed by its page's URL (the searches', the
-changes') and into `watch_hits`, so a run's end of 2.2 s with 20 such watches costs about 1.5x
-one with none. At ingest the index costs about 5% of the corpus's CPU (0.5 s of 10.7).
+(CPU ms, medians, each beside the query before): the common word's query either side 235 ->
+131 ms (its matches materialized before `changes` is joined), its page's texts 70 -> 4 ms
+(`cdc.store.search`); 20 watches' hits (10 phrases of common syllables, 10 common words:
+600,000 hits) recorded in 1,470-1,530 -> 880-1,020 ms in the writer's one thread, a run's end
+with them 1.67x -> 1.41x one with none. What stays dear is finding those hits: the run's 1.4
+million index rows of the 40 tokens read, joined with their phrases, each hit a row keyed by
+its page's URL (the join with `changes` and the insert into `watch_hits` cost 50-150 ms).
+At ingest the index costs about 5% of the corpus's CPU (0.5 s of 10.7).
 """
 
 from __future__ import annotations
@@ -225,13 +226,14 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
         ), bounds AS (  -- the sides that hold it
             SELECT r.added, r.phrase, f.natural_key, f.generation
             FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token
-        ), wanted AS MATERIALIZED (  -- on those sides, each token of the phrase: the rows to read
-            -- (materialized, so that `found` is joined once on each row, not on each of its phrases)
+        ), sought AS MATERIALIZED (  -- on those sides, each token of the phrase: the rows to read
+            -- (materialized: DuckDB otherwise joined `found` with every phrase's tokens first,
+            -- 850,000 rows for 10 phrases, and only then with the sides)
             SELECT b.*, w.token, w.offsets, w.tokens
             FROM bounds b JOIN search_tokens w ON w.added = b.added AND w.phrase = b.phrase AND w.length > 1
         ), longer AS (  -- the rows of a longer phrase's tokens on those sides
             SELECT t.added, t.phrase, f.natural_key, f.generation, f.run, f.positions, t.offsets, t.tokens
-            FROM found f JOIN wanted t ON f.added = t.added AND f.token = t.token
+            FROM found f JOIN sought t ON f.added = t.added AND f.token = t.token
                                       AND f.natural_key = t.natural_key AND f.generation = t.generation
         ), held AS (  -- the sides that hold a longer phrase: every token of it, and a place where
             -- each is at its offset (a start that each token's places, less each offset, hold)
