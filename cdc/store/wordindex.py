@@ -16,12 +16,17 @@ longer one where the side has every token of it and a place where each token is 
 in the phrase (the places count the line between two edits, so no phrase runs across it).
 
 Measured (`benchmarks/search.py`, the 100,000-page synthetic store: 200,000 changes, 283 MB of
-words, 28.5 million index rows in about 290 MB): a common word in 240-410 ms (added, either
-side), a phrase of three words in 160 ms, a watch of a common word at a 100,000-page run's end
-in 180 ms (a scan of every change's words: 360-750 ms, the watch 830 ms). What stays dear is many hits
-and phrases of common words: 20 watches (10 such phrases, 10 common words: 600,000 hits) add
-0.9 s to a run's end of 2.2 s (3.3 s before). At ingest the index costs about 5% of the
-corpus's CPU (0.5 s of 10.7).
+words, 31.8 million index rows): a common word in 240-410 ms (added, either side), a phrase of
+three words in 160 ms, a watch of a common word at a 100,000-page run's end in 180 ms (a scan
+of every change's words: 360-750 ms, the watch 830 ms), quiet machine. Then, on a loaded one
+(CPU ms, medians, each beside the query before): the common word's query either side 235 ->
+131 ms (its matches materialized before `changes` is joined), its page's texts 70 -> 4 ms
+(`cdc.store.search`); 20 watches' hits (10 phrases of common syllables, 10 common words:
+600,000 hits) recorded in 1,470-1,530 -> 880-1,020 ms in the writer's one thread, a run's end
+with them 1.67x -> 1.41x one with none. What stays dear is finding those hits: the run's 1.4
+million index rows of the 40 tokens read, joined with their phrases, each hit a row keyed by
+its page's URL (the join with `changes` and the insert into `watch_hits` cost 50-150 ms).
+At ingest the index costs about 5% of the corpus's CPU (0.5 s of 10.7).
 """
 
 from __future__ import annotations
@@ -91,21 +96,24 @@ class WordsFilter:
         return self.added or self.either, self.removed or self.either
 
 
-_PHRASE_SCHEMA = pa.schema([("query", pa.string()), ("added", pa.bool_()), ("phrase", pa.int32()),
-                           ("each_side", pa.bool_()), ("host", pa.string()), ("since", pa.timestamp("us")),
-                           ("until", pa.timestamp("us")), ("include_template", pa.bool_())])
+_PHRASE_SCHEMA = pa.schema([("search", pa.int32()), ("query", pa.string()), ("added", pa.bool_()),
+                           ("phrase", pa.int32()), ("each_side", pa.bool_()), ("host", pa.string()),
+                           ("since", pa.timestamp("us")), ("until", pa.timestamp("us")),
+                           ("include_template", pa.bool_())])
 _TOKEN_SCHEMA = pa.schema([("added", pa.bool_()), ("phrase", pa.int32()), ("token", pa.string()),
                           ("offsets", pa.list_(pa.int32())), ("length", pa.int32()),
                           ("tokens", pa.int32())])
 _VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
 REGISTERED = ("search_phrases", "search_tokens", "search_verdicts")
+# Past this many tokens of a run's watches, the run's index rows are read in one scan.
+TOKENS_SCANNED_APART = 8
 
 
 class WantedTables(NamedTuple):
     """Searches as the matching query reads them: the tables it joins, registered under
     their names (`REGISTERED`), and what its SQL is made of."""
 
-    search_phrases: pa.Table  # a row per side a search reads: the phrase it must hold (a number), the filters
+    search_phrases: pa.Table  # a row (numbered) per side a search reads: its phrase (a number), the filters
     search_tokens: pa.Table  # a row per distinct token of each distinct (side, phrase), its offsets in it
     search_verdicts: pa.Table  # a row per verdict a search keeps
     single: list[str]  # the distinct tokens of the phrases of one token: a scan of the index each
@@ -129,7 +137,7 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
             if not phrase:
                 continue
             number = numbers.setdefault((added, phrase), len(numbers))  # joined on, for the phrase
-            phrases.append((name, added, number, both, words.host, words.since, words.until,
+            phrases.append((len(phrases), name, added, number, both, words.host, words.since, words.until,
                             words.include_template))
             found = phrase.split()
             offsets: dict[str, list[int]] = {}
@@ -150,7 +158,7 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
                         sorted({token for _, _, token, _, length, _ in token_rows if length == 1}),
                         sorted({token for _, _, token, _, length, _ in token_rows if length > 1}),
                         by_host=any(words.host for words in searches.values()), by_verdict=bool(verdicts),
-                        both=any(row[3] for row in phrases), labels=next(iter(labels), ()))
+                        both=any(row[4] for row in phrases), labels=next(iter(labels), ()))
 
 
 def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
@@ -161,59 +169,90 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     is read for that run's rows alone. Each join a hit goes through costs (for 20 watches of
     a 100,000-page run, 600,000 hits): `pages` is joined only when a search keeps one host's
     pages, and the verdicts, the labels and the changes that did both only when a search asks."""
-    # A scan per token: DuckDB reads a token's row groups only (zone maps) where the scan's
-    # filter is `token = ?`; a list of tokens became a join over every row of the run. The
-    # tokens of one-token phrases are read without their places.
     in_run = "AND run = ?" if run is not None else ""
 
-    def scans(columns: str, tokens: list[str]) -> str:
+    def scans(columns: str, tokens: list[str], lengths: str) -> tuple[str, list]:
+        """The index rows of `tokens` (those of the phrases of `lengths`): a scan per token
+        where the whole index is read (DuckDB reads a token's row groups only, by their zone
+        maps, where the filter is `token = ?`); one scan of the run's rows, joined with the
+        tokens, for the many tokens of a run's watches (a scan per token read the run's row
+        groups again for each: 40 tokens cost 1.4 s, one scan 80 ms)."""
+        if not tokens:
+            return f"SELECT {columns} FROM change_tokens WHERE false", []
+        if run is not None and len(tokens) > TOKENS_SCANNED_APART:
+            return (f"""SELECT {columns} FROM change_tokens
+                        SEMI JOIN (SELECT DISTINCT token FROM search_tokens WHERE {lengths}) USING (token)
+                        WHERE run = ?""", [run])
         scan = f"SELECT {columns} FROM change_tokens WHERE token = ? {in_run}"
-        return " UNION ALL ".join([scan] * len(tokens)) or f"SELECT {columns} FROM change_tokens WHERE false"
+        return " UNION ALL ".join([scan] * len(tokens)), [
+            value for token in tokens for value in (token, run) if value is not None]
 
+    single, single_values = scans("token, added, natural_key, generation, run", wanted.single, "length = 1")
+    longer, longer_values = scans("*", wanted.longer, "length > 1")
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
-            SELECT query, natural_key, generation FROM matched WHERE each_side
-            GROUP BY ALL HAVING count(DISTINCT added) = 2
+            SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
+            WHERE s.each_side GROUP BY ALL HAVING count(DISTINCT s.added) = 2
         )""" if wanted.both else ""
     conditions = [
-        "(m.include_template OR c.template_only IS NOT TRUE)",
-        "(m.since IS NULL OR c.fetched_at >= m.since)",
-        "(m.until IS NULL OR c.fetched_at < m.until)",
-        *(["(m.host IS NULL OR p.host = m.host)"] if wanted.by_host else []),
-        *(["((m.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts) "
-           "OR m.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
-        *(["(NOT m.each_side OR (m.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
+        "(s.include_template OR c.template_only IS NOT TRUE)",
+        "(s.since IS NULL OR c.fetched_at >= s.since)",
+        "(s.until IS NULL OR c.fetched_at < s.until)",
+        *(["(s.host IS NULL OR p.host = s.host)"] if wanted.by_host else []),
+        *(["((s.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts) "
+           "OR s.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
+        *(["(NOT s.each_side OR (s.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
           if wanted.both else []),
         *([annotated_as("c")] if wanted.labels else []),
     ]
+    # The sides that hold every token of a longer phrase are bounded by those of its rarest
+    # token: the rows of the others are kept where that one's are (a hash join on few rows),
+    # where counting every token's rows by side grouped them all (a common word or a comma
+    # in a phrase: 850,000 rows for 10 phrases, a second).
     return f"""
-        WITH single AS (  -- the index rows of the phrases of one token: the sides that hold them
-            SELECT w.added, w.phrase, t.natural_key, t.generation, t.run
-            FROM ({scans("token, added, natural_key, generation, run", wanted.single)}) t
-            JOIN search_tokens w ON t.token = w.token AND t.added = w.added AND w.length = 1
-        ), longer AS MATERIALIZED (  -- those of the tokens of longer phrases, with their places
-            SELECT w.added, w.phrase, t.natural_key, t.generation, t.run, t.positions, w.offsets, w.length,
-                   w.tokens
-            FROM ({scans("*", wanted.longer)}) t
-            JOIN search_tokens w ON t.token = w.token AND t.added = w.added AND w.length > 1
-        ), candidates AS (  -- the sides that hold every token of such a phrase (the rarest bounds them)
-            SELECT added, phrase, natural_key, generation FROM longer
-            GROUP BY ALL HAVING count(*) = any_value(tokens)
-        ), held AS (  -- the sides that hold the phrase
+        WITH single AS (  -- the sides that hold a phrase of one token, by search (one join)
+            SELECT s.search, t.natural_key, t.generation, t.run
+            FROM ({single}) t JOIN (
+                SELECT s.search, s.added, w.token FROM search_phrases s
+                JOIN search_tokens w ON w.added = s.added AND w.phrase = s.phrase AND w.length = 1
+            ) s ON s.token = t.token AND s.added = t.added
+        ), found AS MATERIALIZED (  -- the index rows of the tokens of longer phrases, with their places
+            {longer}
+        ), rarest AS (  -- each longer phrase's token of fewest rows (none: no side holds the phrase)
+            SELECT w.added, w.phrase, arg_min(w.token, coalesce(n.rows, 0)) AS token
+            FROM search_tokens w
+            LEFT JOIN (SELECT added, token, count(*) AS rows FROM found GROUP BY ALL) n
+                   ON n.added = w.added AND n.token = w.token
+            WHERE w.length > 1 GROUP BY ALL
+        ), bounds AS (  -- the sides that hold it
+            SELECT r.added, r.phrase, f.natural_key, f.generation
+            FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token
+        ), sought AS MATERIALIZED (  -- on those sides, each token of the phrase: the rows to read
+            -- (materialized: DuckDB otherwise joined `found` with every phrase's tokens first,
+            -- 850,000 rows for 10 phrases, and only then with the sides)
+            SELECT b.*, w.token, w.offsets, w.tokens
+            FROM bounds b JOIN search_tokens w ON w.added = b.added AND w.phrase = b.phrase AND w.length > 1
+        ), longer AS (  -- the rows of a longer phrase's tokens on those sides
+            SELECT t.added, t.phrase, f.natural_key, f.generation, f.run, f.positions, t.offsets, t.tokens
+            FROM found f JOIN sought t ON f.added = t.added AND f.token = t.token
+                                      AND f.natural_key = t.natural_key AND f.generation = t.generation
+        ), held AS (  -- the sides that hold a longer phrase: every token of it, and a place where
+            -- each is at its offset (a start that each token's places, less each offset, hold)
+            SELECT added, phrase, natural_key, generation, run FROM longer
+            GROUP BY ALL HAVING count(*) = any_value(tokens) AND len(list_reduce(
+                flatten(list(list_transform(offsets, lambda k: list_transform(positions, lambda p: p - k)))),
+                lambda a, b: list_intersect(a, b))) > 0
+        ), matched AS MATERIALIZED (  -- by search (its number: the rows stay narrow), joined
+            -- with its filters after (materialized: DuckDB otherwise built its hash table on
+            -- the hits and probed it with the searches)
             SELECT * FROM single
-            UNION ALL  -- a longer one: a place where each of its tokens is at its offset
-            SELECT DISTINCT added, phrase, natural_key, generation, run FROM (
-                SELECT *, unnest(flatten(list_transform(
-                              offsets, lambda k: list_transform(positions, lambda p: p - k)))) AS start
-                FROM longer SEMI JOIN candidates USING (added, phrase, natural_key, generation))
-            GROUP BY added, phrase, natural_key, generation, run, start HAVING count(*) = any_value(length)
-        ), matched AS (  -- by search, with its filters
-            SELECT s.*, h.natural_key, h.generation, h.run
+            UNION ALL
+            SELECT s.search, h.natural_key, h.generation, h.run
             FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
         ){both_sides}
-        SELECT m.query, m.natural_key, m.generation, c.previous_generation, c.fetched_at, c.verdict,
-               c.template_only, m.run, CASE WHEN m.added THEN 'added' ELSE 'removed' END AS side
-        FROM matched m JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
+        SELECT s.query, m.natural_key, m.generation, c.previous_generation, c.fetched_at, c.verdict,
+               c.template_only, m.run, CASE WHEN s.added THEN 'added' ELSE 'removed' END AS side
+        FROM matched m JOIN search_phrases s USING (search)
+        JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
         {"JOIN pages p ON p.natural_key = m.natural_key" if wanted.by_host else ""}
         WHERE {" AND ".join(conditions)}
-        """, [*(value for token in (*wanted.single, *wanted.longer) for value in (token, run)
-                if value is not None), *([list(wanted.labels)] if wanted.labels else [])]
+        """, [*single_values, *longer_values, *([list(wanted.labels)] if wanted.labels else [])]
