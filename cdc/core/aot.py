@@ -48,6 +48,9 @@ def kernels() -> list[tuple]:
                           vector(u8), records, records), "cdc.core.regions", "_pair_words"),
         ("join_windows", i8(text, rows, vector(u1), text, rows, vector(u1), records, records),
          "cdc.core.regions", "_join_windows"),
+        ("word_edits", i8(text, text, vector(u8), records, vector(u8), records, records, records, vector(i8),
+                          records, records, vector(u8), vector(u8), vector(i8)),
+         "cdc.core.wordchanges", "_word_edits"),
     ]
 
 
