@@ -51,6 +51,10 @@ def kernels() -> list[tuple]:
         ("word_edits", i8(text, text, vector(u8), records, vector(u8), records, records, records, vector(i8),
                           records, records, vector(u8), vector(u8), vector(i8)),
          "cdc.core.wordchanges", "_word_edits"),
+        ("digest_ids", i8(rows, rows, vector(i8), vector(i8), vector(i8)), "cdc.core.alignment", "_digest_ids"),
+        ("chunk_alignment", i8(records, vector(i8), vector(i8), rows, rows, i8, vector(i8), vector(i8),
+                               vector(i8), vector(i8), records, records, vector(u1), vector(u1), vector(i8)),
+         "cdc.core.alignment", "_chunk_alignment"),
     ]
 
 

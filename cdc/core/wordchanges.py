@@ -27,7 +27,7 @@ _space = njit(inline="always")(_is_space_byte)
 
 
 def _has_newline(text, start, stop):  # pragma: no cover - inlined in the kernel
-    for k in range(start, stop):
+    for k in range(start, stop):  # noqa: SIM110 - a loop, as the kernel compiles it
         if text[k] == 10:
             return True
     return False
@@ -220,8 +220,8 @@ def _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table
                     row[0], row[1], row[2] = INSERT_CODE, old_point, 0
                     row[3], row[4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
                 elif r >= news:
-                    row[0], row[1], row[2] = DELETE_CODE, old_ranges[r, 0], old_ranges[r, 1] - old_ranges[r, 0]
-                    row[3], row[4] = new_point, 0
+                    row[0], row[1] = DELETE_CODE, old_ranges[r, 0]
+                    row[2], row[3], row[4] = old_ranges[r, 1] - old_ranges[r, 0], new_point, 0
                 else:
                     row[0], row[1], row[2] = REPLACE_CODE, old_ranges[r, 0], old_ranges[r, 1] - old_ranges[r, 0]
                     row[3], row[4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
