@@ -4,10 +4,10 @@
 that one call it needs, per chunk, work that as Python cost more than the alignment itself:
 
 - `digest_ids`: each distinct digest numbered (the same number on both sides), with the
-  counts the Jaccard similarity needs and whether the lists differ at all. rapidfuzz aligns
-  the numbers as it aligned the digests (only which items are equal counts), without a
-  `bytes` object per chunk;
-- `chunk_alignment`: from the opcodes, the aligned pairs, the chunks left out that share a
+  counts the Jaccard similarity needs and whether the lists differ at all (an alignment
+  reads only which items are equal, so numbers align as the digests did);
+- `chunk_alignment`: the alignment itself (`cdc.core.lcs`: the pairs rapidfuzz makes), and
+  from it the aligned pairs, the chunks left out that share a
   digest paired as moves (the first left-out old copy for each new one, in order), the added
   and removed positions, the changed stretches, and each side's bytes.
 
@@ -16,9 +16,13 @@ The rules are `cdc.core.compare`'s; a test holds them to the reference on lists 
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
+from rapidfuzz.distance import Indel
 
 from cdc.core.compiled import AHEAD_OF_TIME, njit
+from cdc.core.lcs import lcs_matches
 
 
 @njit(cache=True, nogil=True)
@@ -74,81 +78,87 @@ def _digest_ids(old_rows, new_rows, old_ids, new_ids, counts):  # pragma: no cov
 
 
 @njit(cache=True, nogil=True)
-def _chunk_alignment(opcodes, old_ids, new_ids, old_rows, new_rows, distinct, aligned_old, aligned_new,
-                     added, removed, moves, runs, old_moved, new_moved, counts):  # pragma: no cover
-    """What `cdc.core.compare` reads off the opcodes (rows of: 1 for equal, else 0; i1, i2,
-    j1, j2), the chunks numbered by digest (`*_ids`, `distinct` numbers) and their rows
-    (index, offset, length). Writes the alignment's (old index, new index) pairs, the
-    equal runs' and then the moves', into `aligned_*`; the positions added and removed; the
-    moves' (old, new) positions, in new order; the changed stretches (i1, i2, j1, j2); marks
-    of the moved chunks. `counts`: pairs, added, removed, moves, stretches, and each side's
-    bytes (old, new)."""
-    in_old, in_new = np.zeros(distinct, np.uint8), np.zeros(distinct, np.uint8)
-    for i in range(len(old_ids)):
-        in_old[old_ids[i]] = 1
-    for j in range(len(new_ids)):
-        in_new[new_ids[j]] = 1
-    head, tail = np.full(distinct, -1, np.int64), np.full(distinct, -1, np.int64)
-    following = np.full(max(len(old_ids), 1), -1, np.int64)  # the next left-out copy of a digest
-    waiting = np.empty(max(len(new_ids), 1), np.int64)  # left-out new chunks whose digest is old
-    pairs, waiting_count, run_count = 0, 0, 0
-    for k in range(len(opcodes)):
-        equal, i1, i2, j1, j2 = opcodes[k, 0], opcodes[k, 1], opcodes[k, 2], opcodes[k, 3], opcodes[k, 4]
-        if equal:
-            for t in range(i2 - i1):
-                aligned_old[pairs], aligned_new[pairs] = old_rows[i1 + t, 0], new_rows[j1 + t, 0]
-                pairs += 1
-            continue
-        if run_count and runs[run_count - 1, 1] == i1 and runs[run_count - 1, 3] == j1:
-            runs[run_count - 1, 1], runs[run_count - 1, 3] = i2, j2
-        else:
-            runs[run_count, 0], runs[run_count, 1], runs[run_count, 2], runs[run_count, 3] = i1, i2, j1, j2
+def _chunk_alignment(old_ids, new_ids, old_rows, new_rows, distinct, old_paired, new_paired, known,
+                     aligned_old, aligned_new, added, removed, moves, runs, old_moved, new_moved,
+                     counts):  # pragma: no cover - compiled
+    """What `cdc.core.compare` reads off the alignment of the chunks numbered by digest
+    (`*_ids`, `distinct` numbers; `*_rows` their index, offset and length): with `known` < 0
+    the pairs are found here (`cdc.core.lcs`, rapidfuzz's) into `*_paired`, else the first
+    `known` there are the pairs. Writes the alignment's (old index, new index) pairs, the
+    aligned ones' and then the moves', into `aligned_*`; the positions added and removed;
+    the moves' (old, new) positions, in new order; the changed stretches (i1, i2, j1, j2,
+    the runs between pairs); marks of the moved chunks. `counts`: pairs, added, removed,
+    moves, stretches, and each side's bytes (old, new). Returns the pairs, or -1 (nothing
+    written) where the alignment is too large to find here."""
+    old_count, new_count = len(old_ids), len(new_ids)
+    if known < 0:
+        known = lcs_matches(old_ids, new_ids, old_paired, new_paired)
+        if known < 0:
+            return -1
+    old_kept, new_kept = np.zeros(old_count, np.uint8), np.zeros(new_count, np.uint8)
+    run_count = 0
+    last_i, last_j = -1, -1
+    for m in range(known + 1):
+        i, j = (old_paired[m], new_paired[m]) if m < known else (old_count, new_count)
+        if i > last_i + 1 or j > last_j + 1:
+            runs[run_count, 0], runs[run_count, 1], runs[run_count, 2], runs[run_count, 3] = (
+                last_i + 1, i, last_j + 1, j)
             run_count += 1
-        for i in range(i1, i2):
-            digest = old_ids[i]
-            if in_new[digest]:
-                if tail[digest] < 0:
-                    head[digest] = i
-                else:
-                    following[tail[digest]] = i
-                tail[digest] = i
-        for j in range(j1, j2):
-            if in_old[new_ids[j]]:
-                waiting[waiting_count] = j
-                waiting_count += 1
+        if m < known:
+            aligned_old[m], aligned_new[m] = old_rows[i, 0], new_rows[j, 0]
+            old_kept[i], new_kept[j] = 1, 1
+        last_i, last_j = i, j
+    in_old, in_new = np.zeros(distinct, np.uint8), np.zeros(distinct, np.uint8)
+    for i in range(old_count):
+        in_old[old_ids[i]] = 1
+    for j in range(new_count):
+        in_new[new_ids[j]] = 1
+    # Left out, with a copy on the other side: each new one takes the first old one waiting.
+    head, tail = np.full(distinct, -1, np.int64), np.full(distinct, -1, np.int64)
+    following = np.full(max(old_count, 1), -1, np.int64)
+    for i in range(old_count):
+        digest = old_ids[i]
+        if not old_kept[i] and in_new[digest]:
+            if tail[digest] < 0:
+                head[digest] = i
+            else:
+                following[tail[digest]] = i
+            tail[digest] = i
     move_count = 0
-    for w in range(waiting_count):
-        j = waiting[w]
+    for j in range(new_count):
+        if new_kept[j]:
+            continue
         i = head[new_ids[j]]
         if i >= 0:
             head[new_ids[j]] = following[i]
             moves[move_count, 0], moves[move_count, 1] = i, j
             move_count += 1
             old_moved[i], new_moved[j] = 1, 1
+    pairs = known
     for m in range(move_count):
         aligned_old[pairs], aligned_new[pairs] = old_rows[moves[m, 0], 0], new_rows[moves[m, 1], 0]
         pairs += 1
     added_count, removed_count = 0, 0
-    for k in range(len(opcodes)):
-        if opcodes[k, 0]:
-            continue
-        for j in range(opcodes[k, 3], opcodes[k, 4]):
-            if not new_moved[j]:
-                added[added_count] = j
-                added_count += 1
-        for i in range(opcodes[k, 1], opcodes[k, 2]):
-            if not old_moved[i]:
-                removed[removed_count] = i
-                removed_count += 1
+    for j in range(new_count):
+        if not new_kept[j] and not new_moved[j]:
+            added[added_count] = j
+            added_count += 1
+    for i in range(old_count):
+        if not old_kept[i] and not old_moved[i]:
+            removed[removed_count] = i
+            removed_count += 1
     old_bytes, new_bytes = 0, 0
-    for i in range(len(old_rows)):
+    for i in range(old_count):
         old_bytes += old_rows[i, 2]
-    for j in range(len(new_rows)):
+    for j in range(new_count):
         new_bytes += new_rows[j, 2]
-    counts[0], counts[1], counts[2], counts[3], counts[4] = pairs, added_count, removed_count, move_count, run_count
-    counts[5], counts[6] = old_bytes, new_bytes
+    counts[0], counts[1], counts[2], counts[3] = pairs, added_count, removed_count, move_count
+    counts[4], counts[5], counts[6] = run_count, old_bytes, new_bytes
     return pairs
 
+
+# For other kernels to call (`cdc.core.fastcompare`), whichever build runs:
+digest_ids_kernel, chunk_alignment_kernel = _digest_ids, _chunk_alignment
 
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.core.aot`
     _digest_ids = AHEAD_OF_TIME.digest_ids
@@ -169,19 +179,32 @@ class Aligned:
     __slots__ = ("added", "aligned_new", "aligned_old", "moves", "new_bytes", "new_moved", "old_bytes",
                  "old_moved", "removed", "runs")
 
-    def __init__(self, opcodes: np.ndarray, old_ids: np.ndarray, new_ids: np.ndarray, old_rows: np.ndarray,
-                 new_rows: np.ndarray, distinct: int):
+    def __init__(self, old_ids: np.ndarray, new_ids: np.ndarray, old_rows: np.ndarray, new_rows: np.ndarray,
+                 distinct: int):
         old_count, new_count = len(old_ids), len(new_ids)
-        aligned_old, aligned_new = np.empty(old_count + 1, np.int64), np.empty(old_count + 1, np.int64)
+        room = min(old_count, new_count) + 1
+        old_paired, new_paired = np.empty(room, np.int64), np.empty(room, np.int64)
+        aligned_old, aligned_new = np.empty(room, np.int64), np.empty(room, np.int64)
         added, removed = np.empty(new_count + 1, np.int64), np.empty(old_count + 1, np.int64)
-        moves = np.empty((min(old_count, new_count) + 1, 2), np.int64)
-        runs = np.empty((len(opcodes) + 1, 4), np.int64)
+        moves = np.empty((room, 2), np.int64)
+        runs = np.empty((room + 1, 4), np.int64)
         old_moved, new_moved = np.zeros(old_count, np.uint8), np.zeros(new_count, np.uint8)
         counts = np.empty(7, np.int64)
-        _chunk_alignment(opcodes, old_ids, new_ids, old_rows, new_rows, distinct, aligned_old, aligned_new,
-                         added, removed, moves, runs, old_moved, new_moved, counts)
-        pairs, added_count, removed_count, move_count, run_count, self.old_bytes, self.new_bytes = counts.tolist()
+        outputs = (aligned_old, aligned_new, added, removed, moves, runs, old_moved, new_moved, counts)
+        if _chunk_alignment(old_ids, new_ids, old_rows, new_rows, distinct, old_paired, new_paired, -1,
+                            *outputs) < 0:  # too large to align compiled: rapidfuzz aligns them
+            known = 0
+            opcodes = Indel.opcodes(array("Q", old_ids.tobytes()), array("Q", new_ids.tobytes()))
+            for tag, i1, i2, j1, j2 in opcodes.as_list():
+                if tag == "equal":
+                    old_paired[known:known + i2 - i1] = np.arange(i1, i2)
+                    new_paired[known:known + i2 - i1] = np.arange(j1, j2)
+                    known += i2 - i1
+            _chunk_alignment(old_ids, new_ids, old_rows, new_rows, distinct, old_paired, new_paired, known,
+                             *outputs)
+        pairs, added_count, removed_count, moves_count, run_count, self.old_bytes, self.new_bytes = (
+            counts.tolist())
         self.aligned_old, self.aligned_new = aligned_old[:pairs], aligned_new[:pairs]
         self.added, self.removed = added[:added_count], removed[:removed_count]
-        self.moves, self.runs = moves[:move_count], runs[:run_count]
+        self.moves, self.runs = moves[:moves_count], runs[:run_count]
         self.old_moved, self.new_moved = old_moved, new_moved

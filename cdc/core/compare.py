@@ -26,17 +26,18 @@ identical paragraphs counts as a removal.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
 import numpy as np
-from rapidfuzz.distance import Indel
 
 from cdc.core.alignment import Aligned, digest_ids
 from cdc.core.chunking import Chunk
 from cdc.core.chunks import Chunks
+from cdc.core.fastcompare import HEADER, compare_pair
+from cdc.core.moves import MIN_MOVE_TOKENS
+from cdc.core.refine import KINDS as EDIT_KINDS
 from cdc.core.refine import MOVE, Edit, Side, refine
 from cdc.core.regions import NONE_MOVED
 from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, REWRITE, UNCHANGED
@@ -191,13 +192,6 @@ def _numbered(old: _Side, new: _Side) -> tuple[np.ndarray, np.ndarray, int, list
                                            old_digests != new_digests]
 
 
-def _opcodes(old_ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
-    """The digest alignment's opcodes as rows (1 for equal, else 0; i1, i2, j1, j2)."""
-    opcodes = Indel.opcodes(array("Q", old_ids.tobytes()), array("Q", new_ids.tobytes())).as_list()
-    return np.array([(tag == "equal", i1, i2, j1, j2) for tag, i1, i2, j1, j2 in opcodes],
-                    np.int64).reshape(-1, 5)
-
-
 def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | None = None,
             new_text: bytes | None = None, ignore: Collection[bytes] = frozenset(),
             thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ChangeReport:
@@ -211,17 +205,17 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
     if old_text is not None:
         _check_tiling("old", old, old_text)
         _check_tiling("new", new, new_text)
+    if old_text is not None and not ignore and isinstance(old, Chunks) and isinstance(new, Chunks):
+        report = _compare_compiled(old, new, old_text, new_text, thresholds)
+        if report is not None:
+            return report
     old_side, new_side = _Side(old, ignore), _Side(new, ignore)
     old_ids, new_ids, distinct, (old_distinct, new_distinct, shared, changed) = _numbered(old_side, new_side)
     changed = bool(changed)
     union = old_distinct + new_distinct - shared
     similarity = shared / union if union else 1.0
 
-    if changed:
-        opcodes = _opcodes(old_ids, new_ids)
-    else:
-        opcodes = np.array([(1, 0, len(old_ids), 0, len(new_ids))], np.int64)
-    aligned = Aligned(opcodes, old_ids, new_ids, old_side.rows, new_side.rows, distinct)
+    aligned = Aligned(old_ids, new_ids, old_side.rows, new_side.rows, distinct)
     alignment = list(zip(aligned.aligned_old.tolist(), aligned.aligned_new.tolist()))
     # Chunks left out of the in-order alignment that share a digest are moves; whatever is
     # not paired is added or removed, an extra copy of a repeated chunk included.
@@ -260,6 +254,48 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
         # left out, as a new banner's neighbours are; a changed line break) are no change.
         verdict=thresholds.verdict(changed and (old_text is None or bool(edits)),
                                    min(unchanged_ratio, retained_ratio)),
+        edits=edits,
+    )
+
+
+def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes,
+                      thresholds: Thresholds) -> ChangeReport | None:
+    """`compare` of two `Chunks` with their texts in one compiled call
+    (`cdc.core.fastcompare`): the same report, or None where the general path decides."""
+    values = compare_pair(old_text, new_text, old.table, new.table, MIN_MOVE_TOKENS)
+    if values is None:
+        return None
+    (pairs, added_count, removed_count, edit_count, shared, union, changed, old_total, new_total,
+     new_changed, old_changed, added_regions, removed_regions) = values[:13]
+    at = HEADER
+    alignment = list(zip(values[at:at + 2 * pairs:2], values[at + 1:at + 2 * pairs:2]))
+    at += 2 * pairs
+    added = new.take(values[at:at + added_count])
+    at += added_count
+    removed = old.take(values[at:at + removed_count])
+    at += removed_count
+    changed_regions = list(zip(values[at:at + 2 * added_regions:2], values[at + 1:at + 2 * added_regions:2]))
+    at += 2 * added_regions
+    removed_list = list(zip(values[at:at + 2 * removed_regions:2], values[at + 1:at + 2 * removed_regions:2]))
+    at += 2 * removed_regions
+    kinds = EDIT_KINDS
+    edits = [Edit(kinds[values[k]], values[k + 1], values[k + 2], values[k + 3], values[k + 4])
+             for k in range(at, at + 5 * edit_count, 5)]
+    changed = bool(changed)
+    unchanged_ratio = _share(new_total - new_changed, new_total, old_total)
+    retained_ratio = _share(old_total - old_changed, old_total, new_total)
+    return ChangeReport(
+        changed=changed,
+        similarity=shared / union if union else 1.0,
+        added=added,
+        removed=removed,
+        changed_regions=changed_regions,
+        removed_regions=removed_list,
+        moved=[],
+        alignment=alignment,
+        unchanged_ratio=unchanged_ratio,
+        retained_ratio=retained_ratio,
+        verdict=thresholds.verdict(changed and bool(edits), min(unchanged_ratio, retained_ratio)),
         edits=edits,
     )
 

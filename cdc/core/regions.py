@@ -280,6 +280,8 @@ def _pair_words(old_text, old_rows, old_moved, new_text, new_rows, new_moved, ru
     return count
 
 
+pair_words_kernel = _pair_words  # for other kernels to call (`cdc.core.fastcompare`), whichever build runs
+
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.core.aot`
     _bound = AHEAD_OF_TIME.bound_region
     _pair_words = AHEAD_OF_TIME.pair_words

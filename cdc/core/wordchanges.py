@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from cdc.core.compiled import AHEAD_OF_TIME, njit
+from cdc.core.lcs import lcs_length, lcs_matches
 from cdc.core.words import _is_space_byte
 
 SHORT_EQUALITY = 1  # as `cdc.core.refine`'s: tokens
@@ -151,33 +152,51 @@ _ranges_compiled = njit(inline="always")(_ranges)
 
 @njit(cache=True, nogil=True)
 def _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table, regions, diffs,
-                diff_bounds, edits, changes_out, old_changed, new_changed,
+                diff_bounds, align, edits, changes_out, old_changed, new_changed,
                 totals):  # pragma: no cover - compiled
     """The edits of every window of a pair, as `cdc.core.refine` makes them without moves.
 
     `regions`: a row per window as `cdc.core.regions._pair_words` writes it (where its old
     words start in `old_hashes`/`old_table` and how many, the same for the new, where its
-    first range starts on each side). `diffs`: the non-equal opcodes (i1, i2, j1, j2) of
-    each window's word diff, window `w`'s at rows diff_bounds[w]:diff_bounds[w + 1]; a window
-    with no words on a side, or one word on each, is not diffed (see `_changes`). Writes the
+    first range starts on each side). With `align`, each window's words are aligned here
+    (`cdc.core.lcs`: rapidfuzz's pairs), and -1 is returned, nothing decided, where one is too
+    large; else `diffs` holds the non-equal opcodes (i1, i2, j1, j2) of each window's word
+    diff, window `w`'s at rows diff_bounds[w]:diff_bounds[w + 1]. A window with no words on
+    a side, or one word on each, is not diffed (see `_changes`). Writes the
     edits as rows (kind code, old offset, old length, new offset, new length), each changes'
     (window, i1, i2, j1, j2) after the cleanup into `changes_out`, and the changed words'
     hashes one change after the other into `old_changed`/`new_changed` (what `_token_moves`
     aligns); `totals`: edits, changes, old changed words, new changed words, bytes the edits
-    insert, bytes they delete. Returns the number of edits."""
+    insert, bytes they delete, and, with two changes or more, the length of the changed
+    words' longest common subsequence (what `_token_moves` tests first). Returns the number
+    of edits."""
     edit_count, change_count, old_words, new_words, inserted, deleted = 0, 0, 0, 0, 0, 0
     for w in range(len(regions)):
         old_at, old_count, new_at, new_count = regions[w, 0], regions[w, 1], regions[w, 2], regions[w, 3]
         oh, ot = old_hashes[old_at:old_at + old_count], old_table[old_at:old_at + old_count]
         nh, nt = new_hashes[new_at:new_at + new_count], new_table[new_at:new_at + new_count]
-        first, stop = diff_bounds[w], diff_bounds[w + 1]
-        runs = np.empty((max(stop - first, 1), 4), np.int64)
+        first, stop = (diff_bounds[w], diff_bounds[w + 1]) if not align else (0, 0)
+        runs = np.empty((max(stop - first, min(old_count, new_count) + 1), 4), np.int64)
         count = 0
         if old_count == 0 or new_count == 0 or (old_count == 1 and new_count == 1):
             same = old_count == new_count and (old_count == 0 or oh[0] == nh[0])
             if not same:
                 runs[0, 0], runs[0, 1], runs[0, 2], runs[0, 3] = 0, old_count, 0, new_count
                 count = 1
+        elif align:  # the runs between paired words: `stretches` of the opcodes
+            old_paired = np.empty(min(old_count, new_count) + 1, np.int64)
+            new_paired = np.empty(min(old_count, new_count) + 1, np.int64)
+            pairs = lcs_matches(oh, nh, old_paired, new_paired)
+            if pairs < 0:
+                return -1
+            last_i, last_j = -1, -1
+            for t in range(pairs + 1):
+                i, j = (old_paired[t], new_paired[t]) if t < pairs else (old_count, new_count)
+                if i > last_i + 1 or j > last_j + 1:
+                    runs[count, 0], runs[count, 1] = last_i + 1, i
+                    runs[count, 2], runs[count, 3] = last_j + 1, j
+                    count += 1
+                last_i, last_j = i, j
         else:
             for k in range(first, stop):  # `stretches`: a delete next to an insert is one run
                 i1, i2, j1, j2 = diffs[k, 0], diffs[k, 1], diffs[k, 2], diffs[k, 3]
@@ -223,15 +242,19 @@ def _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table
                     row[0], row[1] = DELETE_CODE, old_ranges[r, 0]
                     row[2], row[3], row[4] = old_ranges[r, 1] - old_ranges[r, 0], new_point, 0
                 else:
-                    row[0], row[1], row[2] = REPLACE_CODE, old_ranges[r, 0], old_ranges[r, 1] - old_ranges[r, 0]
+                    row[0], row[1] = REPLACE_CODE, old_ranges[r, 0]
+                    row[2] = old_ranges[r, 1] - old_ranges[r, 0]
                     row[3], row[4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
                 deleted += row[2]
                 inserted += row[4]
                 edit_count += 1
     totals[0], totals[1], totals[2], totals[3] = edit_count, change_count, old_words, new_words
     totals[4], totals[5] = inserted, deleted
+    totals[6] = lcs_length(old_changed[:old_words], new_changed[:new_words]) if change_count >= 2 else 0
     return edit_count
 
+
+word_edits_kernel = _word_edits  # for other kernels to call (`cdc.core.fastcompare`), whichever build runs
 
 if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.core.aot`
     _word_edits = AHEAD_OF_TIME.word_edits
@@ -239,15 +262,19 @@ if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.cor
 
 def word_edits(old_text: bytes, new_text: bytes, old_hashes: np.ndarray, old_table: np.ndarray,
                new_hashes: np.ndarray, new_table: np.ndarray, regions: np.ndarray, diffs: np.ndarray,
-               diff_bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`_word_edits` with room for its output: (edits, changes, old changed hashes, new
-    changed hashes, totals), each cut to what was written."""
+               diff_bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """`_word_edits` with room for its output: (edits, totals), the edits cut to what was
+    written; None where a window is too large to align here (without `diffs`)."""
     old_words, new_words = int(regions[:, 1].sum()), int(regions[:, 3].sum())
     edits = np.empty((old_words + new_words + len(regions) + 1, 5), np.int64)
     changes = np.empty((old_words + new_words + len(regions) + 1, 5), np.int64)
     old_changed, new_changed = np.empty(old_words + 1, np.uint64), np.empty(new_words + 1, np.uint64)
-    totals = np.zeros(6, np.int64)
-    _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table, regions, diffs,
-                diff_bounds, edits, changes, old_changed, new_changed, totals)
-    return (edits[:totals[0]], changes[:totals[1]], old_changed[:totals[2]], new_changed[:totals[3]],
-            totals)
+    totals = np.zeros(7, np.int64)
+    if _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table, regions, diffs,
+                   diff_bounds, diffs is NO_DIFFS, edits, changes, old_changed, new_changed, totals) < 0:
+        return None
+    return edits[:totals[0]], totals
+
+
+NO_DIFFS = np.zeros((0, 4), np.int64)  # `word_edits` aligns the words itself
+NO_BOUNDS = np.zeros(1, np.int64)
