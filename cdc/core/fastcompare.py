@@ -105,12 +105,15 @@ def _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out):  # 
             return NOT_HERE  # the changed words may hold a move
         edit_count, inserted, deleted = totals[0], totals[4], totals[5]
         for k in range(1, edit_count):  # in new-offset order, ties as found (a stable sort)
-            row = edits[k].copy()
+            kind, old_offset, old_length, new_offset, new_length = (edits[k, 0], edits[k, 1], edits[k, 2],
+                                                                    edits[k, 3], edits[k, 4])
             t = k
-            while t and edits[t - 1, 3] > row[3]:
-                edits[t] = edits[t - 1]
+            while t and edits[t - 1, 3] > new_offset:
+                for c in range(5):
+                    edits[t, c] = edits[t - 1, c]
                 t -= 1
-            edits[t] = row
+            edits[t, 0], edits[t, 1], edits[t, 2], edits[t, 3], edits[t, 4] = (kind, old_offset, old_length,
+                                                                               new_offset, new_length)
     need = HEADER + 2 * pairs + 3 * added_count + 3 * removed_count + 5 * edit_count
     if need > len(out):
         return -need

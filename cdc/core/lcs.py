@@ -13,7 +13,7 @@ so a pair's whole alignment runs without a call back into Python: rapidfuzz's st
    the row goes back, and the two items are paired unless the row before has its bit
    clear there too (then the second sequence's item is the one dropped).
 
-Blocks of 32 bits held in int64 (the carry never overflows, so the uncompiled reference
+Blocks of 62 bits held in int64 (the carry never overflows, so the uncompiled reference
 runs as plain Python too); the same bits as rapidfuzz's 64-bit words. A test holds the
 pairs to rapidfuzz's opcodes. Past MAX_CELLS blocks of matrix the caller asks rapidfuzz.
 """
@@ -24,9 +24,9 @@ import numpy as np
 
 from cdc.core.compiled import njit
 
-MAX_CELLS = 1 << 22  # 32-bit blocks of kept rows (32 MiB as int64): past that, rapidfuzz aligns
-BLOCK = 32
-LOW = 0xFFFFFFFF
+MAX_CELLS = 1 << 22  # blocks of kept rows (32 MiB as int64): past that, rapidfuzz aligns
+BLOCK = 62  # bits a block holds: two blocks and a carry add up below 2**63
+LOW = (1 << BLOCK) - 1
 
 
 def _affixes(first, second):  # pragma: no cover - inlined in the kernels
@@ -50,17 +50,24 @@ def _rows(first, second, matrix, keep):  # pragma: no cover - inlined in the ker
     `matrix` (len(second) rows). Returns the LCS length."""
     length_1 = len(first)
     blocks = (length_1 + BLOCK - 1) // BLOCK
-    order = np.argsort(first, kind="mergesort")
+    order = np.argsort(first)  # `first`'s positions grouped by value
     ordered = first[order]
     state = np.full(blocks, LOW, np.int64)
     matches = np.zeros(blocks, np.int64)
     for row in range(len(second)):
         value = second[row]
-        low = np.searchsorted(ordered, value, side="left")
-        high = np.searchsorted(ordered, value, side="right")
-        for t in range(low, high):
-            at = order[t]
+        low, high = 0, length_1  # the first position of `ordered` not below `value`
+        while low < high:
+            middle = (low + high) // 2
+            if ordered[middle] < value:
+                low = middle + 1
+            else:
+                high = middle
+        high = low
+        while high < length_1 and ordered[high] == value:
+            at = order[high]
             matches[at // BLOCK] |= 1 << (at % BLOCK)
+            high += 1
         carry = 0
         for b in range(blocks):
             before = state[b]
@@ -68,10 +75,10 @@ def _rows(first, second, matrix, keep):  # pragma: no cover - inlined in the ker
             total = before + taken + carry
             carry = total >> BLOCK
             state[b] = (total & LOW) | (before - taken)
+            if keep:
+                matrix[row, b] = state[b]
         for t in range(low, high):
             matches[order[t] // BLOCK] = 0
-        if keep:
-            matrix[row, :] = state
     length = 0
     for b in range(blocks):
         word = ~state[b] & LOW

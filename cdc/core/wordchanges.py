@@ -234,19 +234,19 @@ def _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table
             olds = _ranges_compiled(ot, i1, i2, old_ranges)
             news = _ranges_compiled(nt, j1, j2, new_ranges)
             for r in range(max(olds, news)):
-                row = edits[edit_count]
+                e = edit_count
                 if r >= olds:
-                    row[0], row[1], row[2] = INSERT_CODE, old_point, 0
-                    row[3], row[4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
+                    edits[e, 0], edits[e, 1], edits[e, 2] = INSERT_CODE, old_point, 0
+                    edits[e, 3], edits[e, 4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
                 elif r >= news:
-                    row[0], row[1] = DELETE_CODE, old_ranges[r, 0]
-                    row[2], row[3], row[4] = old_ranges[r, 1] - old_ranges[r, 0], new_point, 0
+                    edits[e, 0], edits[e, 1] = DELETE_CODE, old_ranges[r, 0]
+                    edits[e, 2], edits[e, 3], edits[e, 4] = old_ranges[r, 1] - old_ranges[r, 0], new_point, 0
                 else:
-                    row[0], row[1] = REPLACE_CODE, old_ranges[r, 0]
-                    row[2] = old_ranges[r, 1] - old_ranges[r, 0]
-                    row[3], row[4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
-                deleted += row[2]
-                inserted += row[4]
+                    edits[e, 0], edits[e, 1] = REPLACE_CODE, old_ranges[r, 0]
+                    edits[e, 2] = old_ranges[r, 1] - old_ranges[r, 0]
+                    edits[e, 3], edits[e, 4] = new_ranges[r, 0], new_ranges[r, 1] - new_ranges[r, 0]
+                deleted += edits[e, 2]
+                inserted += edits[e, 4]
                 edit_count += 1
     totals[0], totals[1], totals[2], totals[3] = edit_count, change_count, old_words, new_words
     totals[4], totals[5] = inserted, deleted
