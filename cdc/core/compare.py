@@ -1,11 +1,14 @@
 """Compare two versions of a page by their chunk lists: what changed, where, how much.
 
-The chunk lists are aligned by their digests (a longest common subsequence, computed by
-rapidfuzz): shared chunks in order are the alignment; shared chunks out of order are moves,
-not a removal plus an addition; the rest are added (in the new version) or removed (in the
-old). Given the two texts, `cdc.core.refine` narrows each changed stretch to the exact words,
-and reports text deleted in one place and inserted in another (moved chunks included) as
-`move` edits, with the edits inside them; moved text counts as unchanged in the measures.
+The chunk lists are aligned by their digests (a longest common subsequence, the pairs
+rapidfuzz's Indel alignment makes, found compiled by `cdc.core.lcs`): shared chunks in order
+are the alignment; shared chunks out of order are moves, not a removal plus an addition; the
+rest are added (in the new version) or removed (in the old). Given the two texts,
+`cdc.core.refine` narrows each changed stretch to the exact words, and reports text deleted
+in one place and inserted in another (moved chunks included) as `move` edits, with the edits
+inside them; moved text counts as unchanged in the measures. Two `Chunks` with their texts
+are compared in one compiled call where nothing moved (`cdc.core.fastcompare`); the steps
+below in Python are the general path and its reference.
 
 Measures:
 
