@@ -48,6 +48,16 @@ def kernels() -> list[tuple]:
                           vector(u8), records, records), "cdc.core.regions", "_pair_words"),
         ("join_windows", i8(text, rows, vector(u1), text, rows, vector(u1), records, records),
          "cdc.core.regions", "_join_windows"),
+        ("word_edits", i8(text, text, vector(u8), records, vector(u8), records, records, records, vector(i8),
+                          types.boolean, records, records, vector(u8), vector(u8), vector(i8)),
+         "cdc.core.wordchanges", "_word_edits"),
+        ("digest_ids", i8(rows, rows, vector(i8), vector(i8), vector(i8)), "cdc.core.alignment",
+         "_digest_ids"),
+        ("chunk_alignment", i8(vector(i8), vector(i8), rows, rows, i8, vector(i8), vector(i8), i8, vector(i8),
+                               vector(i8), vector(i8), vector(i8), records, records, vector(u1), vector(u1),
+                               vector(i8)),
+         "cdc.core.alignment", "_chunk_alignment"),
+        ("compare_pair", i8(text, text, rows, rows, i8, vector(i8)), "cdc.core.fastcompare", "_compare_pair"),
     ]
 
 

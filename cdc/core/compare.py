@@ -1,11 +1,14 @@
 """Compare two versions of a page by their chunk lists: what changed, where, how much.
 
-The chunk lists are aligned by their digests (a longest common subsequence, computed by
-rapidfuzz): shared chunks in order are the alignment; shared chunks out of order are moves,
-not a removal plus an addition; the rest are added (in the new version) or removed (in the
-old). Given the two texts, `cdc.core.refine` narrows each changed stretch to the exact words,
-and reports text deleted in one place and inserted in another (moved chunks included) as
-`move` edits, with the edits inside them; moved text counts as unchanged in the measures.
+The chunk lists are aligned by their digests (a longest common subsequence, the pairs
+rapidfuzz's Indel alignment makes, found compiled by `cdc.core.lcs`): shared chunks in order
+are the alignment; shared chunks out of order are moves, not a removal plus an addition; the
+rest are added (in the new version) or removed (in the old). Given the two texts,
+`cdc.core.refine` narrows each changed stretch to the exact words, and reports text deleted
+in one place and inserted in another (moved chunks included) as `move` edits, with the edits
+inside them; moved text counts as unchanged in the measures. Two `Chunks` with their texts
+are compared in one compiled call where nothing moved (`cdc.core.fastcompare`); the steps
+below in Python are the general path and its reference.
 
 Measures:
 
@@ -26,17 +29,20 @@ identical paragraphs counts as a removal.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
 import numpy as np
-from rapidfuzz.distance import Indel
 
+from cdc.core.alignment import Aligned, digest_ids
 from cdc.core.chunking import Chunk
 from cdc.core.chunks import Chunks
-from cdc.core.refine import MOVE, Edit, Side, refine, stretches
+from cdc.core.fastcompare import HEADER, compare_pair
+from cdc.core.moves import MIN_MOVE_TOKENS
+from cdc.core.refine import KINDS as EDIT_KINDS
+from cdc.core.refine import MOVE, Edit, Side, refine
+from cdc.core.regions import NONE_MOVED
 from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, REWRITE, UNCHANGED
 
 
@@ -122,31 +128,15 @@ def _share(part: int, whole: int, other_whole: int) -> float:
     return 1.0 if not other_whole else 0.0
 
 
-def _pair_moves(old_digests: list[bytes], new_digests: list[bytes], old_loose: list[int],
-                new_loose: list[int]) -> list[tuple[int, int]]:
-    """Pair chunks left out of the in-order alignment that share a digest: moves."""
-    if not old_loose or not new_loose:  # the common case: nothing to pair
-        return []
-    waiting: dict[bytes, list[int]] = defaultdict(list)
-    for i in old_loose:
-        waiting[old_digests[i]].append(i)
-    pairs = []
-    for j in new_loose:
-        candidates = waiting.get(new_digests[j])
-        if candidates:
-            pairs.append((candidates.pop(0), j))
-    return pairs
-
-
-def _move_runs(old: _Side, new: _Side, moves: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
-    """Runs of moved chunks that follow one another on both sides, as byte ranges
-    (old start, old end, new start, new end)."""
+def _move_runs(old: _Side, new: _Side, moves: list[list[int]]) -> list[tuple[int, int, int, int]]:
+    """Runs of moved chunks (pairs of positions, in new order) that follow one another on
+    both sides, as byte ranges (old start, old end, new start, new end)."""
     if not moves:  # the common case: no column read
         return []
     runs: list[list[int]] = []
-    old_offsets, old_ends = old.offsets.tolist(), old.ends.tolist()
-    new_offsets, new_ends = new.offsets.tolist(), new.ends.tolist()
-    for i, j in sorted(moves, key=lambda pair: pair[1]):
+    old_offsets, old_ends = old.rows[:, 1].tolist(), (old.rows[:, 1] + old.rows[:, 2]).tolist()
+    new_offsets, new_ends = new.rows[:, 1].tolist(), (new.rows[:, 1] + new.rows[:, 2]).tolist()
+    for i, j in sorted(moves, key=itemgetter(1)):
         if runs and runs[-1][1] == old_offsets[i] and runs[-1][3] == new_offsets[j]:
             runs[-1][1], runs[-1][3] = old_ends[i], new_ends[j]
         else:
@@ -154,47 +144,33 @@ def _move_runs(old: _Side, new: _Side, moves: list[tuple[int, int]]) -> list[tup
     return [(a, b, c, d) for a, b, c, d in runs]
 
 
-def _opcodes(old_digests: list[bytes], new_digests: list[bytes]) -> list[tuple]:
-    return Indel.opcodes(old_digests, new_digests).as_list()  # (tag, i1, i2, j1, j2) tuples, made in C
-
-
 class _Side:
-    """One version's chunks left after `ignore`, as columns: the digests (a list of bytes:
-    what the alignment, the sets and the move pairing hash), indexes, offsets and lengths
-    (int64 arrays), and the chunks themselves (a `Chunks` where one was given, which makes a
-    `Chunk` only for those a report lists: `refine` reads the columns)."""
+    """One version's chunks left after `ignore`: the chunks themselves (a `Chunks` where one
+    was given, which makes a `Chunk` only for those a report lists), their rows (index,
+    offset, length: a `Chunks`' own table, whose columns 3 and 4 are the digest), and, for a
+    list of `Chunk`, the digests (numbered in Python; a `Chunks`' are numbered compiled)."""
 
-    __slots__ = ("chunks", "digests", "indexes", "lengths", "offsets")
+    __slots__ = ("chunks", "digests", "rows")
 
     def __init__(self, chunks: Sequence[Chunk], ignore: Collection[bytes]):
+        self.digests: list | None = None
         if isinstance(chunks, Chunks):
-            records = chunks.records
-            digests = records["digest"].tolist()
             if ignore:
-                keep = [digest not in ignore for digest in digests]
+                records = chunks.records
+                keep = [digest not in ignore for digest in records["digest"].tolist()]
                 if not all(keep):
-                    records = records[np.array(keep, bool)]
-                    chunks = Chunks(records.tobytes())
-                    digests = [digest for digest, kept in zip(digests, keep) if kept]
-            self.indexes, self.offsets, self.lengths = records["index"], records["offset"], records["length"]
+                    chunks = Chunks(records[np.array(keep, bool)].tobytes())
+            self.rows = chunks.table
         else:
             chunks = [c for c in chunks if c.digest not in ignore] if ignore else list(chunks)
-            digests = [c.digest for c in chunks]
-            self.indexes = np.array([c.index for c in chunks], np.int64)
-            self.offsets = np.array([c.offset for c in chunks], np.int64)
-            self.lengths = np.array([c.length for c in chunks], np.int64)
-        self.chunks, self.digests = chunks, digests
+            self.digests = [c.digest for c in chunks]
+            self.rows = np.array([(c.index, c.offset, c.length) for c in chunks], np.int64).reshape(-1, 3)
+        self.chunks = chunks
 
-    @property
-    def ends(self) -> np.ndarray:
-        return self.offsets + self.lengths
-
-    def for_refine(self, text: bytes, moved: set[int]) -> Side:
-        """This side as `refine` reads it: rows with offset and length in columns 1 and 2
-        (a `Chunks`' own table, no copy)."""
-        table = getattr(self.chunks, "table", None)
-        rows = table if table is not None else np.stack([self.indexes, self.offsets, self.lengths], axis=1)
-        return Side(text, rows, moved)
+    def digest_list(self) -> list:
+        if self.digests is None:
+            return self.chunks.records["digest"].tolist()
+        return self.digests
 
     def pick(self, positions: Iterable[int]) -> list[Chunk]:
         """The chunks at these positions (in range)."""
@@ -202,6 +178,21 @@ class _Side:
             return self.chunks.take(positions)
         chunks = self.chunks
         return [chunks[k] for k in positions]
+
+
+def _numbered(old: _Side, new: _Side) -> tuple[np.ndarray, np.ndarray, int, list[int]]:
+    """Both sides' digests numbered alike (`cdc.core.alignment.digest_ids`): (old numbers,
+    new numbers, how many, [distinct old, distinct new, shared, whether the lists differ])."""
+    if old.digests is None and new.digests is None:
+        old_ids, new_ids, distinct, counts = digest_ids(old.rows, new.rows)
+        return old_ids, new_ids, distinct, counts.tolist()
+    old_digests, new_digests = old.digest_list(), new.digest_list()
+    numbers: dict = {}
+    old_ids = np.array([numbers.setdefault(d, len(numbers)) for d in old_digests], np.int64)
+    new_ids = np.array([numbers.setdefault(d, len(numbers)) for d in new_digests], np.int64)
+    old_set, new_set = set(old_digests), set(new_digests)
+    return old_ids, new_ids, len(numbers), [len(old_set), len(new_set), len(old_set & new_set),
+                                           old_digests != new_digests]
 
 
 def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | None = None,
@@ -217,46 +208,32 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
     if old_text is not None:
         _check_tiling("old", old, old_text)
         _check_tiling("new", new, new_text)
+    if old_text is not None and not ignore and isinstance(old, Chunks) and isinstance(new, Chunks):
+        report = _compare_compiled(old, new, old_text, new_text, thresholds)
+        if report is not None:
+            return report
     old_side, new_side = _Side(old, ignore), _Side(new, ignore)
-    old_digests, new_digests = old_side.digests, new_side.digests
-    old_set, new_set = set(old_digests), set(new_digests)
-    shared = len(old_set & new_set)
-    union = len(old_set) + len(new_set) - shared
+    old_ids, new_ids, distinct, (old_distinct, new_distinct, shared, changed) = _numbered(old_side, new_side)
+    changed = bool(changed)
+    union = old_distinct + new_distinct - shared
     similarity = shared / union if union else 1.0
-    changed = old_digests != new_digests
 
-    if changed:
-        opcodes = _opcodes(old_digests, new_digests)
-    else:
-        opcodes = [("equal", 0, len(old_digests), 0, len(new_digests))]
-    old_loose: list[int] = []
-    new_loose: list[int] = []
-    old_indexes, new_indexes = old_side.indexes.tolist(), new_side.indexes.tolist()
-    alignment: list[tuple[int, int]] = []
-    for tag, i1, i2, j1, j2 in opcodes:
-        if tag == "equal":
-            alignment += zip(old_indexes[i1:i2], new_indexes[j1:j2])
-        else:
-            old_loose += (i for i in range(i1, i2) if old_digests[i] in new_set)
-            new_loose += (j for j in range(j1, j2) if new_digests[j] in old_set)
-    moves = _pair_moves(old_digests, new_digests, old_loose, new_loose)
-    moved_old = {i for i, _ in moves}
-    moved_new = {j for _, j in moves}
-    # Whatever is not paired is added or removed, an extra copy of a repeated chunk included.
-    added = new_side.pick([j for tag, _, _, j1, j2 in opcodes if tag != "equal"
-                           for j in range(j1, j2) if j not in moved_new])
-    removed = old_side.pick([i for tag, i1, i2, _, _ in opcodes if tag != "equal"
-                             for i in range(i1, i2) if i not in moved_old])
+    aligned = Aligned(old_ids, new_ids, old_side.rows, new_side.rows, distinct)
+    alignment = list(zip(aligned.aligned_old.tolist(), aligned.aligned_new.tolist()))
+    # Chunks left out of the in-order alignment that share a digest are moves; whatever is
+    # not paired is added or removed, an extra copy of a repeated chunk included.
+    moves = aligned.moves.tolist()
     if moves:  # the aligned runs alone are in order already
-        alignment += ((old_indexes[i], new_indexes[j]) for i, j in moves)
         alignment.sort(key=itemgetter(1))
+    added = new_side.pick(aligned.added.tolist())
+    removed = old_side.pick(aligned.removed.tolist())
 
-    new_total = int(new_side.lengths.sum())
-    old_total = int(old_side.lengths.sum())
+    new_total, old_total = aligned.new_bytes, aligned.old_bytes
     edits: list[Edit] = []
     if old_text is not None and changed:
-        edits = refine(old_side.for_refine(old_text, moved_old), new_side.for_refine(new_text, moved_new),
-                       stretches(opcodes), _move_runs(old_side, new_side, moves))
+        old_moved, new_moved = (aligned.old_moved, aligned.new_moved) if moves else (NONE_MOVED, NONE_MOVED)
+        edits = refine(Side(old_text, old_side.rows, old_moved), Side(new_text, new_side.rows, new_moved),
+                       aligned.runs, _move_runs(old_side, new_side, moves))
         # Moved text is kept text: a paragraph moved and nothing else is a minor change.
         new_changed = sum(e.new_length for e in edits if e.kind != MOVE)
         old_changed = sum(e.old_length for e in edits if e.kind != MOVE)
@@ -280,6 +257,48 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
         # left out, as a new banner's neighbours are; a changed line break) are no change.
         verdict=thresholds.verdict(changed and (old_text is None or bool(edits)),
                                    min(unchanged_ratio, retained_ratio)),
+        edits=edits,
+    )
+
+
+def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes,
+                      thresholds: Thresholds) -> ChangeReport | None:
+    """`compare` of two `Chunks` with their texts in one compiled call
+    (`cdc.core.fastcompare`): the same report, or None where the general path decides."""
+    values = compare_pair(old_text, new_text, old.table, new.table, MIN_MOVE_TOKENS)
+    if values is None:
+        return None
+    (pairs, added_count, removed_count, edit_count, shared, union, changed, old_total, new_total,
+     new_changed, old_changed, added_regions, removed_regions) = values[:13]
+    at = HEADER
+    alignment = list(zip(values[at:at + 2 * pairs:2], values[at + 1:at + 2 * pairs:2]))
+    at += 2 * pairs
+    added = new.take(values[at:at + added_count])
+    at += added_count
+    removed = old.take(values[at:at + removed_count])
+    at += removed_count
+    changed_regions = list(zip(values[at:at + 2 * added_regions:2], values[at + 1:at + 2 * added_regions:2]))
+    at += 2 * added_regions
+    removed_list = list(zip(values[at:at + 2 * removed_regions:2], values[at + 1:at + 2 * removed_regions:2]))
+    at += 2 * removed_regions
+    kinds = EDIT_KINDS
+    edits = [Edit(kinds[values[k]], values[k + 1], values[k + 2], values[k + 3], values[k + 4])
+             for k in range(at, at + 5 * edit_count, 5)]
+    changed = bool(changed)
+    unchanged_ratio = _share(new_total - new_changed, new_total, old_total)
+    retained_ratio = _share(old_total - old_changed, old_total, new_total)
+    return ChangeReport(
+        changed=changed,
+        similarity=shared / union if union else 1.0,
+        added=added,
+        removed=removed,
+        changed_regions=changed_regions,
+        removed_regions=removed_list,
+        moved=[],
+        alignment=alignment,
+        unchanged_ratio=unchanged_ratio,
+        retained_ratio=retained_ratio,
+        verdict=thresholds.verdict(changed and bool(edits), min(unchanged_ratio, retained_ratio)),
         edits=edits,
     )
 

@@ -31,8 +31,8 @@ PACKAGE = Path(__file__).resolve().parent
 MODULE = "cdc.core._kernels"
 # The files whose code is compiled into the kernels, and the recipe (what is exported, with
 # which signatures): a change to any of them makes a build ahead of time stale.
-KERNEL_SOURCES = ("gear.py", "normalize.py", "words.py", "regions.py", "native.py", "native_jit.py",
-                  "aot.py")
+KERNEL_SOURCES = ("gear.py", "normalize.py", "words.py", "regions.py", "wordchanges.py", "alignment.py",
+                  "lcs.py", "fastcompare.py", "native.py", "native_jit.py", "aot.py")
 
 
 def source_digest() -> int:

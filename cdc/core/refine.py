@@ -29,13 +29,15 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Set
 from itertools import zip_longest
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
 from rapidfuzz.distance import Indel, LCSseq
 
 from cdc.core.moves import MIN_MOVE_TOKENS, find_moves
-from cdc.core.regions import pair_words
+from cdc.core.regions import pair_words, scan_windows
+from cdc.core.wordchanges import DELETE_CODE, INSERT_CODE, NO_BOUNDS, NO_DIFFS, REPLACE_CODE, word_edits
 from cdc.core.words import (
     WHITESPACE,
     Words,
@@ -392,6 +394,11 @@ def refine(old: Side, new: Side, runs: list[tuple[int, int, int, int]],
     `moved`: runs of chunks the chunk comparison found moved, as byte ranges (old start,
     old end, new start, new end); each is a move, joined to the moved words next to it.
     """
+    moved = list(moved)
+    if not moved and not len(old.moved) and not len(new.moved):
+        edits = _edits_without_moves(old, new, runs)
+        if edits is not None:
+            return edits
     old_text, new_text = old.text, new.text
     regions = []
     for old_words, new_words in _windows(old, new, runs):
@@ -433,3 +440,42 @@ def refine(old: Side, new: Side, runs: list[tuple[int, int, int, int]],
     edits += _merge_moves(moves, old_text, new_text)
     edits.sort(key=lambda edit: (edit.new_offset, edit.kind != MOVE))
     return edits
+
+
+KINDS = {INSERT_CODE: INSERT, DELETE_CODE: DELETE, REPLACE_CODE: REPLACE}
+
+
+def _edits_without_moves(old: Side, new: Side, runs: list[tuple[int, int, int, int]]) -> list[Edit] | None:
+    """`refine` where no chunk moved, its word alignments and per-change loops in one
+    compiled call (`cdc.core.wordchanges`): the same edits, or None where the changed words
+    may hold a move (the same test as `_token_moves`' before its alignment: then `refine`
+    decides)."""
+    if not len(runs):
+        return []
+    regions, old_hashes, old_table, new_hashes, new_table, old_bytes, _, new_bytes, _ = scan_windows(
+        old.text, old.rows, old.moved, new.text, new.rows, new.moved, runs)
+    found = word_edits(old.text, new.text, old_hashes, old_table, new_hashes, new_table, regions,
+                       NO_DIFFS, NO_BOUNDS)
+    if found is None:  # a window too large to align compiled: rapidfuzz aligns each
+        diffs: list[tuple[int, int, int, int]] = []
+        bounds = [0]
+        for old_at, old_count, new_at, new_count, _, _ in regions.tolist():
+            if old_count and new_count and not old_count == new_count == 1:  # else `_changes` decides alone
+                old_words, new_words = array("Q"), array("Q")
+                old_words.frombytes(old_bytes[8 * old_at:8 * (old_at + old_count)])
+                new_words.frombytes(new_bytes[8 * new_at:8 * (new_at + new_count)])
+                diffs += [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
+                          Indel.opcodes(old_words, new_words).as_list() if tag != "equal"]
+            bounds.append(len(diffs))
+        found = word_edits(old.text, new.text, old_hashes, old_table, new_hashes, new_table, regions,
+                           np.array(diffs, np.int64).reshape(-1, 4), np.array(bounds, np.int64))
+    edits, (_, changes, old_words_changed, new_words_changed, _, _, common) = found[0], found[1].tolist()
+    if changes >= 2 and min(old_words_changed, new_words_changed, common) >= MIN_MOVE_TOKENS:
+        return None
+    kinds = KINDS
+    edits = [Edit(kinds[kind], *places) for kind, *places in edits.tolist()]
+    edits.sort(key=_new_offset)  # no move: the order `refine` sorts by
+    return edits
+
+
+_new_offset = itemgetter(3)

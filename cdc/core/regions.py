@@ -280,6 +280,8 @@ def _pair_words(old_text, old_rows, old_moved, new_text, new_rows, new_moved, ru
     return count
 
 
+pair_words_kernel = _pair_words  # for other kernels to call (`cdc.core.fastcompare`), whichever build runs
+
 if AHEAD_OF_TIME is not None:  # the same kernels, compiled by `python -m cdc.core.aot`
     _bound = AHEAD_OF_TIME.bound_region
     _pair_words = AHEAD_OF_TIME.pair_words
@@ -320,7 +322,9 @@ def _buffers(capacity: int) -> tuple:
 NONE_MOVED = np.zeros(0, np.uint8)
 
 
-def _moved_mask(rows: np.ndarray, moved: Set[int]) -> np.ndarray:
+def _moved_mask(rows: np.ndarray, moved: Set[int] | np.ndarray) -> np.ndarray:
+    if isinstance(moved, np.ndarray):  # a mask already (`cdc.core.compare` makes one)
+        return moved
     if not moved:
         return NONE_MOVED
     mask = np.zeros(len(rows), np.uint8)
@@ -346,22 +350,34 @@ def _capacity(rows: np.ndarray, start: int, stop: int, windows: int) -> int:
     return span // 2 + 4 * (stop - start) + windows * (2 * WIDEN_LIMIT + 8) + 8
 
 
+def scan_windows(old_text: bytes, old_rows: np.ndarray, old_moved: Set[int] | np.ndarray, new_text: bytes,
+                 new_rows: np.ndarray, new_moved: Set[int] | np.ndarray,
+                 runs: list[tuple[int, int, int, int]] | np.ndarray) -> tuple:
+    """`_pair_words` on the changed stretches `runs` (at least one): (its `regions` rows,
+    cut to the windows found, then the scan's output: old hashes, old word table, new
+    hashes, new word table, and a bytes view of each), in this thread's reused buffers
+    (read them before the next call). `*_moved`: positions, or a mask already."""
+    first, last = runs[0], runs[-1]
+    capacity = max(_capacity(old_rows, first[0], last[1], len(runs)),
+                   _capacity(new_rows, first[2], last[3], len(runs)))
+    outputs = _outputs(capacity)
+    old_hashes, old_table, new_hashes, new_table = outputs[:4]
+    regions = np.empty((len(runs), 6), np.int64)
+    count = _pair_words(old_text, old_rows, _moved_mask(old_rows, old_moved), new_text, new_rows,
+                        _moved_mask(new_rows, new_moved), np.asarray(runs, np.int64), old_hashes, old_table,
+                        new_hashes, new_table, regions)
+    return (regions[:count], *outputs)
+
+
 def pair_words(old_text: bytes, old_rows: np.ndarray, old_moved: Set[int], new_text: bytes,
                new_rows: np.ndarray, new_moved: Set[int],
                runs: list[tuple[int, int, int, int]]) -> list[tuple[Words, Words]]:
     """The words of each window `_pair_words` makes of the changed stretches `runs`, on
     both sides; each `Words.start` is where its side's first bounded range starts."""
-    if not runs:
+    if not len(runs):
         return []
-    first, last = runs[0], runs[-1]
-    capacity = max(_capacity(old_rows, first[0], last[1], len(runs)),
-                   _capacity(new_rows, first[2], last[3], len(runs)))
-    old_hashes, old_table, new_hashes, new_table, *views = _outputs(capacity)
-    regions = np.empty((len(runs), 6), np.int64)
-    count = _pair_words(old_text, old_rows, _moved_mask(old_rows, old_moved), new_text, new_rows,
-                        _moved_mask(new_rows, new_moved), np.array(runs, np.int64), old_hashes, old_table,
-                        new_hashes, new_table, regions)
-    old_hash_bytes, old_row_bytes, new_hash_bytes, new_row_bytes = views
+    regions, *_, old_hash_bytes, old_row_bytes, new_hash_bytes, new_row_bytes = scan_windows(
+        old_text, old_rows, old_moved, new_text, new_rows, new_moved, runs)
     return [(found_words(old_hash_bytes[8 * old_at:], old_row_bytes[24 * old_at:], old_count, old_start),
              found_words(new_hash_bytes[8 * new_at:], new_row_bytes[24 * new_at:], new_count, new_start))
-            for old_at, old_count, new_at, new_count, old_start, new_start in regions[:count].tolist()]
+            for old_at, old_count, new_at, new_count, old_start, new_start in regions.tolist()]

@@ -1,0 +1,114 @@
+"""The compiled paths of `cdc.compare` answer as the general path and rapidfuzz do.
+
+`cdc.core.fastcompare` runs a whole comparison in one kernel, aligning with `cdc.core.lcs`
+instead of rapidfuzz; `cdc.core.refine` without moves runs its per-change loops compiled
+(`cdc.core.wordchanges`). Each is held here to its reference: rapidfuzz's own pairs, and
+the general path's report (taken by passing a list of the same chunks, which the compiled
+path does not read), on generated edits and on the corpus. `tests/test_pins.py` pins them
+all on every corpus pair.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz.distance import Indel, LCSseq
+
+from cdc import chunk_content, compare
+from cdc.core import compare as compare_module
+from cdc.core import refine as refine_module
+from cdc.core.lcs import lcs_length, lcs_matches
+from tests import textgen
+
+
+def rapidfuzz_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]]:
+    pairs: list[tuple[int, int]] = []
+    opcodes = Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes()))
+    for tag, i1, i2, j1, j2 in opcodes.as_list():
+        if tag == "equal":
+            pairs += zip(range(i1, i2), range(j1, j2))
+    return pairs
+
+
+def compiled_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]]:
+    first_at, second_at = np.empty(len(first) + 1, np.int64), np.empty(len(second) + 1, np.int64)
+    count = lcs_matches(first, second, first_at, second_at)
+    return list(zip(first_at[:count].tolist(), second_at[:count].tolist()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=150), st.lists(st.integers(0, 5), max_size=150))
+def test_the_compiled_alignment_pairs_what_rapidfuzz_pairs(first, second):
+    first, second = np.array(first, np.uint64), np.array(second, np.uint64)
+    expected = rapidfuzz_pairs(first, second)
+    assert compiled_pairs(first, second) == expected
+    assert lcs_length(first, second) == len(expected) == LCSseq.similarity(
+        array("Q", first.tobytes()), array("Q", second.tobytes()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_alignments_with_few_distinct_items_pair_as_rapidfuzz_does(seed):
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, 3 + seed, 700 + 97 * seed).astype(np.uint64)  # many 32-bit blocks, many ties
+    second = first.copy()
+    for _ in range(8):
+        at = int(rng.integers(0, len(second)))
+        second = np.insert(np.delete(second, at), at // 2, rng.integers(0, 9, 20).astype(np.uint64))
+    assert compiled_pairs(first, second) == rapidfuzz_pairs(first, second)
+
+
+def general(old: bytes, new: bytes):
+    """The report of the general path: the same chunks as a list, which it alone reads."""
+    return compare(list(chunk_content(old)), list(chunk_content(new)), old_text=old, new_text=new)
+
+
+def same_reports(old: bytes, new: bytes) -> None:
+    compiled = compare(chunk_content(old), chunk_content(new), old_text=old, new_text=new)
+    reference = general(old, new)
+    assert compiled == reference
+    assert repr(compiled) == repr(reference)  # the floats bit for bit
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.lists(st.tuples(st.floats(0, 1), st.integers(0, 3), st.binary(max_size=60)),
+                                        max_size=6))
+def test_the_compiled_comparison_reports_as_the_general_path(seed, changes):
+    old = textgen.text(seed, 6_000)
+    new = bytearray(old)
+    for where, kind, piece in changes:
+        at = int(where * len(new))
+        if kind == 0:
+            new[at:at] = piece
+        elif kind == 1:
+            del new[at:at + len(piece)]
+        elif kind == 2:
+            new[at:at + len(piece)] = piece
+        else:  # a paragraph moved
+            end = new.find(b"\n\n", at)
+            block = bytes(new[at:end if end > 0 else at + 300])
+            del new[at:at + len(block)]
+            new[len(new) // 3:len(new) // 3] = block
+    same_reports(old, bytes(new))
+
+
+def test_the_refinement_without_moves_edits_as_the_python_rules(corpus_versions, monkeypatch):
+    pairs = [(old, new) for versions in list(corpus_versions.values())[:40]
+             for old, new in itertools.pairwise(versions) if old != new]
+    assert pairs
+    found = [general(old, new) for old, new in pairs]
+    monkeypatch.setattr(refine_module, "_edits_without_moves", lambda *args: None)
+    assert [general(old, new) for old, new in pairs] == found
+
+
+def test_two_chunks_lists_and_their_texts_take_the_compiled_path(corpus_versions):
+    versions = next(v for v in corpus_versions.values() if len(v) > 1 and v[0] != v[1])
+    old, new = versions[0], versions[1]
+    compiled = compare_module._compare_compiled(chunk_content(old), chunk_content(new), old, new,
+                                                compare_module.DEFAULT_THRESHOLDS)
+    assert compiled is not None
+    assert compiled == general(old, new)
