@@ -431,8 +431,10 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             # writes has them.
             for statement in INDEXES:
                 connection.execute(f"DROP INDEX {statement.split()[5]}")
-            connection.execute("BEGIN TRANSACTION")
             for run in range(1, generations + 1):
+                # A transaction per crawl: DuckDB holds what a transaction appends in memory past
+                # its limit until the commit (a 1,000,000-page build in one grew past 23 GB).
+                connection.execute("BEGIN TRANSACTION")
                 order = first_order if run == 1 else crawl_order(rng, pages, keys)
                 start = CRAWL_START + (run - 1) * CRAWL_EVERY
                 fetched: list[datetime] = [start] * pages
@@ -461,6 +463,7 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                     chunk_rows += len(pc.list_flatten(tables["chunk_lists"].column("lengths")))
                     text_bytes += text
                 _insert(connection, "runs", pa.table(run_row(crawl, pages), schema=_RUNS))
+                connection.execute("COMMIT")
                 numbers = crawl.numbers
             page_rows = pa.table({
                 "natural_key": [keys[p] for p in first_order], "url": [keys[p] for p in first_order],
@@ -474,7 +477,6 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             page_rows = page_rows.append_column(  # as the writer gives a new page (schema 5)
                 "surt", pa.array([surt_key(keys[p]) for p in first_order], pa.string()))
             _insert(connection, "pages", page_rows)
-            connection.execute("COMMIT")
             for statement in INDEXES:
                 connection.execute(statement)
             connection.execute("CHECKPOINT")

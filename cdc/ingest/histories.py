@@ -115,9 +115,12 @@ def _outlines(connection: duckdb.DuckDBPyConnection, keys: list[str]) -> dict[st
 
 def _texts(connection: duckdb.DuckDBPyConnection,
            wanted: dict[str, set[int]]) -> dict[tuple[str, int], bytes]:
+    # The texts no longer retained are dropped here: `text IS NOT NULL` in the query would
+    # be a second filter of the scan, which then reads the whole table (`_by_key_pairs`).
     return {(key, generation): text for key, generation, text in _by_key_pairs(connection, """
         SELECT natural_key, generation, encode(text) FROM generations
-        WHERE natural_key IN ({keys}) AND generation IN ({generations}) AND text IS NOT NULL""", wanted)}
+        WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})""", wanted)
+            if text is not None}
 
 
 def _chunk_lists(connection: duckdb.DuckDBPyConnection,
@@ -125,4 +128,4 @@ def _chunk_lists(connection: duckdb.DuckDBPyConnection,
     return {(key, generation): (digests, lengths)
             for key, generation, digests, lengths in _by_key_pairs(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
-        WHERE natural_key IN ({keys}) AND generation IN ({generations})""", wanted)}
+        WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})""", wanted)}

@@ -56,16 +56,21 @@ def _by_key_pairs(connection: duckdb.DuckDBPyConnection, query: str,
                   wanted: dict[str, set[int]]) -> list[tuple]:
     """The rows of `query` (its first two columns: natural_key, generation) for the wanted
     generations of each page, asked `KEYS_PER_LOOKUP` pages at a time through the key index:
-    `{keys}` and `{generations}` become bound parameters, and rows of a page's other
-    generations that the group's numbers also match are dropped here."""
+    `{keys}` becomes the group's keys and `{pairs}` its (natural_key, generation) pairs, as
+    bound parameters. The query filters the table by `natural_key IN ({keys})` alone and
+    picks the generations with `(natural_key, generation) IN ({pairs})`: DuckDB uses the index
+    only for a scan with one filter, and a filter on one more column (`generation IN (...)`,
+    `text IS NOT NULL`) it pushes into the scan too, which then reads the whole table. A
+    filter on two columns stays above the scan, on the rows the index found."""
     keys = sorted(key for key, generations in wanted.items() if generations)
     rows: list[tuple] = []
     for start in range(0, len(keys), KEYS_PER_LOOKUP):
         part = keys[start:start + KEYS_PER_LOOKUP]
-        numbers = sorted({generation for key in part for generation in wanted[key]})
+        pairs = [(key, generation) for key in part for generation in sorted(wanted[key])]
         found = connection.execute(query.format(keys=", ".join("?" * len(part)),
-                                                generations=", ".join("?" * len(numbers))), [*part, *numbers])
-        rows += [row for row in found.fetchall() if row[1] in wanted[row[0]]]
+                                                pairs=", ".join(["(?, ?)"] * len(pairs))),
+                                   [*part, *(value for pair in pairs for value in pair)])
+        rows += found.fetchall()
     return rows
 
 
@@ -101,11 +106,25 @@ def _for_keys(connection: duckdb.DuckDBPyConnection, statement: str, keys: Seque
             return connection.execute(everything, list(values)).fetchall()
     rows: list[tuple] = []
     uses = statement.count("{keys}")
-    for start in range(0, len(keys), KEYS_PER_LOOKUP):
-        part = keys[start:start + KEYS_PER_LOOKUP]
-        rows += connection.execute(statement.format(keys=", ".join("?" * len(part))),
-                                   [*(part * uses), *values]).fetchall()
+    with _index_joins(connection):
+        for start in range(0, len(keys), KEYS_PER_LOOKUP):
+            part = keys[start:start + KEYS_PER_LOOKUP]
+            rows += connection.execute(statement.format(keys=", ".join("?" * len(part))),
+                                       [*(part * uses), *values]).fetchall()
     return rows
+
+
+@contextmanager
+def _index_joins(connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Statements that look their table up by key while they join it with a batch's rows on
+    more columns (`UPDATE generations ... FROM expired e WHERE ... generation = e.generation`):
+    DuckDB's join filter pushdown adds a filter on those columns to the table's scan, and a
+    scan of more than one filter does not use the index, but reads the whole table. Without
+    it, the scan finds the keys' rows in the index and the join picks among them. (Not reset
+    after an error: the transaction is aborted, and its connection closed with it.)"""
+    connection.execute("SET disabled_optimizers = 'join_filter_pushdown'")
+    yield
+    connection.execute("RESET disabled_optimizers")
 
 
 def _gather(connection: duckdb.DuckDBPyConnection, name: str, query: str, keys: Sequence[str] | None,

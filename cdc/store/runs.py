@@ -26,10 +26,12 @@ RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", 
 
 # The generations a run saw first among its pages' (`{keys}`) whose change says `unchanged`:
 # the same words as the generation before, cut into other lines (an older cdc's text after
-# `cdc migrate`). Binds the run and the verdict.
+# `cdc migrate`). Binds the run and the verdict, compared as a pair after the join: a filter
+# of one table's column would join its scan's key filter, and a scan of two filters reads the
+# whole table instead of looking the keys up in the index (`cdc.store.lookups._by_key_pairs`).
 _SAME_WORDS = """
     SELECT count(*) FROM changes c JOIN generations g USING (natural_key, generation)
-    WHERE c.natural_key IN ({keys}) AND g.natural_key IN ({keys}) AND g.first_run = ? AND c.verdict = ?"""
+    WHERE c.natural_key IN ({keys}) AND g.natural_key IN ({keys}) AND (g.first_run, c.verdict) = (?, ?)"""
 
 
 def _counted_as_unchanged(counts: dict[str, int], same_words: int) -> dict[str, int]:

@@ -214,9 +214,9 @@ LINE_END_CHECK = """
     FROM fresh_flags f JOIN stale_changes s USING (natural_key, generation)
     JOIN host_pages p USING (natural_key) WHERE f.line_end_check ORDER BY 1, 2"""
 _CHECKED_TEXTS = """SELECT natural_key, generation, text FROM generations
-                    WHERE natural_key IN ({keys}) AND generation IN ({generations})"""
+                    WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})"""
 _CHECKED_LISTS = """SELECT natural_key, generation, digests, lengths FROM chunk_lists
-                    WHERE natural_key IN ({keys}) AND generation IN ({generations})"""
+                    WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})"""
 _CHECKED_TEMPLATES = "SELECT host, digest FROM host_templates WHERE list_contains(?, host)"
 
 

@@ -185,7 +185,7 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
 
     generations = {key: rest for key, _, *rest in _by_key_pairs(connection, """
         SELECT natural_key, generation, content_digest, encode(text), length, chunk_count, first_run
-        FROM generations WHERE natural_key IN ({keys}) AND generation IN ({generations})
+        FROM generations WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})
     """, {key: {generation} for key, generation in latest.items()})}
     lists = _for_keys(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
