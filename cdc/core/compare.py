@@ -271,16 +271,11 @@ def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes
     (pairs, added_count, removed_count, edit_count, shared, union, changed, old_total, new_total,
      new_changed, old_changed, added_regions, removed_regions) = values[:13]
     at = HEADER
-    alignment = list(zip(values[at:at + 2 * pairs:2], values[at + 1:at + 2 * pairs:2]))
-    at += 2 * pairs
-    added = new.take(values[at:at + added_count])
-    at += added_count
-    removed = old.take(values[at:at + removed_count])
-    at += removed_count
-    changed_regions = list(zip(values[at:at + 2 * added_regions:2], values[at + 1:at + 2 * added_regions:2]))
-    at += 2 * added_regions
-    removed_list = list(zip(values[at:at + 2 * removed_regions:2], values[at + 1:at + 2 * removed_regions:2]))
-    at += 2 * removed_regions
+    alignment, at = _pairs(values, at, pairs)
+    added, at = new.take(values[at:at + added_count]), at + added_count
+    removed, at = old.take(values[at:at + removed_count]), at + removed_count
+    changed_regions, at = _pairs(values, at, added_regions)
+    removed_list, at = _pairs(values, at, removed_regions)
     kinds = EDIT_KINDS
     edits = [Edit(kinds[values[k]], values[k + 1], values[k + 2], values[k + 3], values[k + 4])
              for k in range(at, at + 5 * edit_count, 5)]
@@ -301,6 +296,12 @@ def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes
         verdict=thresholds.verdict(changed and bool(edits), min(unchanged_ratio, retained_ratio)),
         edits=edits,
     )
+
+
+def _pairs(values: list[int], at: int, count: int) -> tuple[list[tuple[int, int]], int]:
+    """`count` pairs laid flat in `values` from `at`, and where the next field starts."""
+    end = at + 2 * count
+    return list(zip(values[at:end:2], values[at + 1:end:2])), end
 
 
 def _check_tiling(which: str, chunks: Sequence[Chunk], text: bytes) -> None:
