@@ -10,7 +10,9 @@ all on every corpus pair.
 
 from __future__ import annotations
 
+import copy
 import itertools
+import pickle
 from array import array
 
 import numpy as np
@@ -112,3 +114,17 @@ def test_two_chunks_lists_and_their_texts_take_the_compiled_path(corpus_versions
                                                 compare_module.DEFAULT_THRESHOLDS)
     assert compiled is not None
     assert compiled == general(old, new)
+
+
+def test_a_compiled_report_reads_its_chunk_lists_when_asked_and_pickles_whole(corpus_versions):
+    versions = next(v for v in corpus_versions.values() if len(v) > 1 and v[0] != v[1])
+    old, new = versions[0], versions[1]
+    reference = general(old, new)
+    compiled = compare(chunk_content(old), chunk_content(new), old_text=old, new_text=new)
+    assert pickle.loads(pickle.dumps(compiled)) == reference  # before its lists are read
+    assert copy.copy(compiled) == reference
+    assert (compiled.alignment, compiled.added, compiled.removed) == (
+        reference.alignment, reference.added, reference.removed)
+    assert pickle.loads(pickle.dumps(compiled)) == reference  # after
+    with pytest.raises(AttributeError):
+        compiled.no_such_field  # noqa: B018

@@ -75,6 +75,8 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+# The fields of a compiled report read from the kernel's numbers only when asked for.
+UNREAD_FIELDS = frozenset({"alignment", "added", "removed"})
 
 
 @dataclass
@@ -93,6 +95,23 @@ class ChangeReport:
     retained_ratio: float = 1.0
     verdict: str = UNCHANGED
     edits: list[Edit] = field(default_factory=list)
+
+    def __getattr__(self, name: str):
+        """The chunk lists (`UNREAD_FIELDS`) of a report of the compiled path, read from the
+        kernel's numbers when first asked for (`_compiled_report`): ingest reads none of
+        them, and an alignment's hundred pairs cost as much as the rest of the report. Only
+        for names not set, so every other attribute is a plain one."""
+        unread = self.__dict__.get("_unread")
+        if unread is None or name not in UNREAD_FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        values, old, new, at, pairs, added_count, removed_count = unread
+        added_at = at + 2 * pairs
+        removed_at = added_at + added_count
+        self.alignment = _pairs(values, at, pairs)[0]
+        self.added = new.take(values[added_at:removed_at])
+        self.removed = old.take(values[removed_at:removed_at + removed_count])
+        del self.__dict__["_unread"]
+        return self.__dict__[name]
 
     @property
     def bytes_added(self) -> int:
@@ -270,32 +289,30 @@ def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes
         return None
     (pairs, added_count, removed_count, edit_count, shared, union, changed, old_total, new_total,
      new_changed, old_changed, added_regions, removed_regions) = values[:13]
-    at = HEADER
-    alignment, at = _pairs(values, at, pairs)
-    added, at = new.take(values[at:at + added_count]), at + added_count
-    removed, at = old.take(values[at:at + removed_count]), at + removed_count
+    at = HEADER + 2 * pairs + added_count + removed_count  # the chunk lists are read when asked for
     changed_regions, at = _pairs(values, at, added_regions)
     removed_list, at = _pairs(values, at, removed_regions)
     kinds = EDIT_KINDS
     edits = [Edit(kinds[values[k]], values[k + 1], values[k + 2], values[k + 3], values[k + 4])
              for k in range(at, at + 5 * edit_count, 5)]
-    changed = bool(changed)
     unchanged_ratio = _share(new_total - new_changed, new_total, old_total)
     retained_ratio = _share(old_total - old_changed, old_total, new_total)
-    return ChangeReport(
-        changed=changed,
+    # Made without `__init__`, whose every field would be set: the fields `__getattr__` reads
+    # from the numbers are left out (the dataclass's `==` and `repr` read them by name).
+    report = object.__new__(ChangeReport)
+    report.__dict__.update(
+        changed=bool(changed),
         similarity=shared / union if union else 1.0,
-        added=added,
-        removed=removed,
         changed_regions=changed_regions,
         removed_regions=removed_list,
         moved=[],
-        alignment=alignment,
         unchanged_ratio=unchanged_ratio,
         retained_ratio=retained_ratio,
-        verdict=thresholds.verdict(changed and bool(edits), min(unchanged_ratio, retained_ratio)),
+        verdict=thresholds.verdict(bool(changed) and bool(edits), min(unchanged_ratio, retained_ratio)),
         edits=edits,
+        _unread=(values, old, new, HEADER, pairs, added_count, removed_count),
     )
+    return report
 
 
 def _pairs(values: list[int], at: int, count: int) -> tuple[list[tuple[int, int]], int]:
