@@ -493,10 +493,15 @@ class Writer:
             DELETE FROM chunk_lists USING expired e
             WHERE chunk_lists.natural_key = e.natural_key AND chunk_lists.generation = e.generation
               AND chunk_lists.natural_key IN ({keys})""", expired_keys, "chunk_lists")
-        _for_keys(connection, """
-            UPDATE generations SET text = NULL FROM expired e
-            WHERE generations.natural_key = e.natural_key AND generations.generation = e.generation
-              AND generations.natural_key IN ({keys})""", expired_keys, "generations")
+        # The rows to empty are found first, by key, and updated by row id: an UPDATE fed
+        # from a join takes its rows in the join's order, scattered over the table's row
+        # groups, and DuckDB then spent seconds per thousand texts (4.1 s of 8,543 records'
+        # 6,476 on the interleaved shards; 0.3 s by row id, which comes in table order).
+        _gather(connection, "expired_rows", """
+            SELECT g.rowid AS row_id FROM generations g JOIN expired e USING (natural_key, generation)
+            WHERE g.natural_key IN ({keys})""", expired_keys, "generations")
+        connection.execute("UPDATE generations SET text = NULL WHERE rowid IN (SELECT row_id FROM expired_rows)")
+        connection.execute("DROP TABLE expired_rows")
         connection.execute("DROP TABLE expired")
         connection.execute("DROP TABLE class_limits")
         return dropped
