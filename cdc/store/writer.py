@@ -493,10 +493,10 @@ class Writer:
             DELETE FROM chunk_lists USING expired e
             WHERE chunk_lists.natural_key = e.natural_key AND chunk_lists.generation = e.generation
               AND chunk_lists.natural_key IN ({keys})""", expired_keys, "chunk_lists")
-        # The rows to empty are found first, by key, and updated by row id: an UPDATE fed
-        # from a join takes its rows in the join's order, scattered over the table's row
-        # groups, and DuckDB then spent seconds per thousand texts (4.1 s of 8,543 records'
-        # 6,476 on the interleaved shards; 0.3 s by row id, which comes in table order).
+        # The rows to empty are found first, by key, and updated by row id. The UPDATE fed
+        # from the join with `expired` (its rows in the join's order, not the table's, which we
+        # take to be the cause) spent 3.7-17 s of CPU on the interleaved shards' 6,476 texts
+        # (benchmarks/interleaved.py, loaded); by row id, with the commit, 0.5 s.
         _gather(connection, "expired_rows", """
             SELECT g.rowid AS row_id FROM generations g JOIN expired e USING (natural_key, generation)
             WHERE g.natural_key IN ({keys})""", expired_keys, "generations")
