@@ -1,9 +1,10 @@
 """The changes' words and the watches: the SQL behind `cdc.analyst.search`.
 
 A search, and every watch of a run's end at once, is one query (`cdc.store.wordindex`): the
-index of the changes' tokens gives the sides that hold the phrase, joined with `changes`
-and `pages` for the filters (host, verdict, run, time, template-only); the text is read
-only for the hits shown. A watch reads only its run's index rows and words (`run` ascends as
+index of the changes' tokens gives the sides that hold the phrase, joined with `pages` for
+a host, with `changes` for a time, a verdict or a label, and with the template-only changes
+alone otherwise; a search's page of hits is joined with its change rows and pages, and
+their texts read, for the hits shown only. A watch reads only its run's index rows and words (`run` ascends as
 rows are appended: DuckDB's zone maps skip the row groups of other runs).
 """
 
