@@ -1,9 +1,10 @@
 """The changes' words and the watches: the SQL behind `cdc.analyst.search`.
 
 A search, and every watch of a run's end at once, is one query (`cdc.store.wordindex`): the
-index of the changes' tokens gives the sides that hold the phrase, joined with `changes`
-and `pages` for the filters (host, verdict, run, time, template-only); the text is read
-only for the hits shown. A watch reads only its run's index rows and words (`run` ascends as
+index of the changes' tokens gives the sides that hold the phrase, joined with `pages` for
+a host, with `changes` for a time, a verdict or a label, and with the template-only changes
+alone otherwise; a search's page of hits is joined with its change rows and pages, and
+their texts read, for the hits shown only. A watch reads only its run's index rows and words (`run` ascends as
 rows are appended: DuckDB's zone maps skip the row groups of other runs).
 """
 
@@ -35,6 +36,10 @@ TEXTS_LOOKED_UP = 5_000
 # DuckDB's zstd compresses a column's strings this many rows to a frame, from each row
 # group's start (its `ZSTD_VECTOR_SIZE`; row groups are a multiple of it).
 ZSTD_ROWS = 2_048
+# A page of hits is first looked for among this many of the newest changes, or this many a
+# hit asked for (offset and limit), whichever is more (`Search.search_words`).
+NEWEST_CHANGES = 2_000
+NEWEST_PER_HIT = 20
 
 ADDED, REMOVED = "added", "removed"
 SIDES = (ADDED, REMOVED)
@@ -104,14 +109,14 @@ class WatchHitRow:
 
 
 def _matched(connection: duckdb.DuckDBPyConnection, searches: Mapping[str, WordsFilter],
-             run: int | None) -> tuple[str, list, ExitStack]:
+             run: int | None, narrow: bool = False) -> tuple[str, list, ExitStack]:
     """The SQL of the searches' hits (`cdc.store.wordindex.matches_query`), its parameters,
     and the registrations it reads, to be closed after the query."""
     wanted = wanted_tables(searches)
     registered = ExitStack()
     for name in REGISTERED:
         registered.enter_context(_registered(connection, name, getattr(wanted, name)))
-    query, values = matches_query(wanted, run)
+    query, values = matches_query(wanted, run, narrow)
     return query, values, registered
 
 
@@ -121,24 +126,55 @@ class Search:
     # --- words -------------------------------------------------------------------------------
 
     def search_words(self, words: WordsFilter, limit: int | None = None, offset: int = 0) -> list[WordsMatch]:
-        """The sides of changes whose words hold the phrases, newest change first."""
-        tail, values = ("LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
+        """The sides of changes whose words hold the phrases, newest change first.
+
+        The hits are found without their change rows (`matches_query`, narrow) and fetched
+        as Arrow (127,000 of a common word in a few ms); a page of them is ordered by
+        joining them with the newest `NEWEST_CHANGES` changes only (all of that word's hits
+        joined with every change cost 130 ms), and with every change only when these hold
+        fewer hits than the page asks."""
         with self.reading() as connection:
-            query, matched, registered = _matched(connection, {"": words}, words.run)
+            query, matched, registered = _matched(connection, {"": words}, words.run, narrow=True)
             with registered:
-                hits = connection.execute(f"""
-                    SELECT h.natural_key, p.url, p.host, h.* EXCLUDE (query, natural_key) FROM (
-                        SELECT *, count(*) OVER () AS total FROM ({query})
-                        ORDER BY fetched_at DESC, natural_key, generation DESC, side {tail}) h
-                    JOIN pages p USING (natural_key)
-                    ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""",
-                                          [*matched, *values]).fetchall()
+                found = connection.sql(query, params=matched).to_arrow_table()
+            total, hits = found.num_rows, []
+            if total > offset:
+                wanted = total - offset if limit is None else min(limit, total - offset)
+                newest = max(NEWEST_CHANGES, NEWEST_PER_HIT * (offset + limit)) if limit is not None else None
+                with _registered(connection, "found_hits", found):
+                    hits = self._page_of_hits(connection, limit, offset, newest)
+                    if len(hits) < wanted:
+                        hits = self._page_of_hits(connection, limit, offset, None)
             # natural_key, url, host, generation, previous_generation, fetched_at, verdict,
-            # template_only, run, side, total: the columns of the query above.
+            # template_only, run, side: the columns of `_page_of_hits`.
             texts = self._side_texts(connection, [(key, generation, side)
-                                                  for key, _, _, generation, *_, side, _ in hits])
+                                                  for key, _, _, generation, *_, side in hits])
         return [WordsMatch(key, url, host, generation, *middle, side, texts[key, generation, side], total)
-                for key, url, host, generation, *middle, side, total in hits]
+                for key, url, host, generation, *middle, side in hits]
+
+    @staticmethod
+    def _page_of_hits(connection: duckdb.DuckDBPyConnection, limit: int | None, offset: int,
+                      newest: int | None) -> list[tuple]:
+        """The hits registered as `found_hits` (`matches_query`'s narrow rows) from `offset`,
+        `limit` of them, each with its change row and page, newest change first: among the
+        `newest` changes only (None: all), so fewer than asked for where the page's hits
+        are not all among those changes."""
+        tail, values = ("LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
+        within, bound = (("ORDER BY fetched_at DESC, natural_key, generation DESC LIMIT ?", [newest])
+                         if newest is not None else ("", []))
+        return connection.execute(f"""
+            SELECT h.natural_key, p.url, p.host, h.generation, h.previous_generation, h.fetched_at,
+                   h.verdict, h.template_only, h.run, h.side FROM (
+                SELECT h.natural_key, h.generation, c.previous_generation, c.fetched_at, c.verdict,
+                       c.template_only, h.run, h.side
+                FROM found_hits h JOIN (
+                    SELECT natural_key, generation, previous_generation, fetched_at, verdict, template_only
+                    FROM changes {within}
+                ) c USING (natural_key, generation)
+                ORDER BY c.fetched_at DESC, h.natural_key, h.generation DESC, h.side {tail}) h
+            JOIN pages p USING (natural_key)
+            ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""",
+                                  [*bound, *values]).fetchall()
 
     @staticmethod
     def _side_texts(connection: duckdb.DuckDBPyConnection,
@@ -263,7 +299,7 @@ class Search:
             "SELECT name, query FROM watches ORDER BY name").fetchall()}
         if not saved:
             return
-        query, values, registered = _matched(connection, saved, run)
+        query, values, registered = _matched(connection, saved, run, narrow=True)
         with registered:
             connection.execute(f"""INSERT INTO watch_hits
                                    SELECT query, run, natural_key, generation, side FROM ({query})""", values)

@@ -26,7 +26,11 @@ of every change's words: 360-750 ms, the watch 830 ms), quiet machine. Then, on 
 with them 1.67x -> 1.41x one with none. What stays dear is finding those hits: the run's 1.4
 million index rows of the 40 tokens read, joined with their phrases, each hit a row keyed by
 its page's URL (the join with `changes` and the insert into `watch_hits` cost 50-150 ms).
-At ingest the index costs about 5% of the corpus's CPU (0.5 s of 10.7).
+At ingest the index costs about 5% of the corpus's CPU (0.5 s of 10.7). Then (`narrow`): a
+search's hits are found without their change rows and only a page of them is joined with
+`changes` (`cdc.store.search`): the common word either side 311 -> 240 ms, one watch at a
+run's end 154 -> 103 ms, quiet machine, main and this in turn. 20 watches still add 0.8 s to
+a 1.5 s run's end: the 600,000 hits themselves, matched and written keyed by URL strings.
 """
 
 from __future__ import annotations
@@ -120,6 +124,8 @@ class WantedTables(NamedTuple):
     longer: list[str]  # and of the longer phrases
     by_host: bool  # a search keeps one host's pages: `pages` is joined
     by_verdict: bool  # a search keeps some verdicts
+    by_time: bool  # a search keeps the changes fetched since or until a time
+    template_kept: bool  # every search keeps template-only changes
     both: bool  # a search asks for a phrase on each side
     labels: tuple[str, ...]  # the annotations' labels every search keeps (none: any change)
 
@@ -158,17 +164,23 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
                         sorted({token for _, _, token, _, length, _ in token_rows if length == 1}),
                         sorted({token for _, _, token, _, length, _ in token_rows if length > 1}),
                         by_host=any(words.host for words in searches.values()), by_verdict=bool(verdicts),
+                        by_time=any(words.since or words.until for words in searches.values()),
+                        template_kept=all(words.include_template for words in searches.values()),
                         both=any(row[4] for row in phrases), labels=next(iter(labels), ()))
 
 
-def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
+def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -> tuple[str, list]:
     """The SQL of every search's hits, with `wanted`'s tables registered under their names,
     and its parameters: one row per side of a change that holds the phrase and passes the
     search's filters, as (query, natural_key, generation, previous_generation, fetched_at,
-    verdict, template_only, run, side). Given `run`, the changes of that run only: the index
-    is read for that run's rows alone. Each join a hit goes through costs (for 20 watches of
-    a 100,000-page run, 600,000 hits): `pages` is joined only when a search keeps one host's
-    pages, and the verdicts, the labels and the changes that did both only when a search asks."""
+    verdict, template_only, run, side); `narrow`, as (query, natural_key, generation, run,
+    side). Given `run`, the changes of that run only: the index is read for that run's rows
+    alone. Each join a hit goes through costs (for 20 watches of a 100,000-page run, 600,000
+    hits): `pages` is joined only when a search keeps one host's pages, and the verdicts, the
+    labels and the changes that did both only when a search asks. Narrow, `changes` is
+    joined only when a search filters on its times, verdicts or labels: else the hits of a
+    template-only change are left out by the few such changes alone (a hash join keyed by
+    URL on every hit cost a common word's search 130 of its 300 ms)."""
     in_run = "AND run = ?" if run is not None else ""
 
     def scans(columns: str, tokens: list[str], lengths: str) -> tuple[str, list]:
@@ -208,6 +220,17 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     # token: the rows of the others are kept where that one's are (a hash join on few rows),
     # where counting every token's rows by side grouped them all (a common word or a comma
     # in a phrase: 850,000 rows for 10 phrases, a second).
+    joined = not narrow or wanted.by_time or wanted.by_verdict or bool(wanted.labels)
+    if joined:
+        columns = ("c.previous_generation, c.fetched_at, c.verdict, c.template_only, m.run" if not narrow
+                   else "m.run")
+        changes = "JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation"
+    else:  # the template-only changes alone: left out unless a search includes them
+        columns = "m.run"
+        conditions[:3] = [] if wanted.template_kept else ["(s.include_template OR t.generation IS NULL)"]
+        changes = "" if wanted.template_kept else """LEFT JOIN (
+            SELECT natural_key, generation FROM changes WHERE template_only
+        ) t ON t.natural_key = m.natural_key AND t.generation = m.generation"""
     return f"""
         WITH single AS (  -- the sides that hold a phrase of one token, by search (one join)
             SELECT s.search, t.natural_key, t.generation, t.run
@@ -249,10 +272,10 @@ def matches_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
             SELECT s.search, h.natural_key, h.generation, h.run
             FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
         ){both_sides}
-        SELECT s.query, m.natural_key, m.generation, c.previous_generation, c.fetched_at, c.verdict,
-               c.template_only, m.run, CASE WHEN s.added THEN 'added' ELSE 'removed' END AS side
+        SELECT s.query, m.natural_key, m.generation, {columns},
+               CASE WHEN s.added THEN 'added' ELSE 'removed' END AS side
         FROM matched m JOIN search_phrases s USING (search)
-        JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation
+        {changes}
         {"JOIN pages p ON p.natural_key = m.natural_key" if wanted.by_host else ""}
-        WHERE {" AND ".join(conditions)}
+        WHERE {" AND ".join(conditions) or "true"}
         """, [*single_values, *longer_values, *([list(wanted.labels)] if wanted.labels else [])]
