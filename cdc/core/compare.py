@@ -29,6 +29,7 @@ identical paragraphs counts as a removal.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -39,7 +40,7 @@ from cdc.core.alignment import Aligned, digest_ids
 from cdc.core.chunking import Chunk
 from cdc.core.chunks import Chunks
 from cdc.core.fastcompare import HEADER, MAY_HOLD_MOVES, compare_pair
-from cdc.core.moves import MIN_MOVE_TOKENS
+from cdc.core.moves import MIN_MOVE_TOKENS, find_moves
 from cdc.core.refine import KINDS as EDIT_KINDS
 from cdc.core.refine import MOVE, Edit, Side, refine
 from cdc.core.regions import NONE_MOVED
@@ -291,10 +292,13 @@ def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes
     if isinstance(values, int):
         return values
     (pairs, added_count, removed_count, edit_count, shared, union, changed, old_total, new_total,
-     new_changed, old_changed, added_regions, removed_regions) = values[:13]
+     new_changed, old_changed, added_regions, removed_regions, may_hold, change_count,
+     old_words) = values[:HEADER]
     at = HEADER + 2 * pairs + added_count + removed_count  # the chunk lists are read when asked for
     changed_regions, at = _pairs(values, at, added_regions)
     removed_list, at = _pairs(values, at, removed_regions)
+    if may_hold and _words_hold_a_move(values, at + 5 * edit_count, change_count, old_words):
+        return MAY_HOLD_MOVES
     kinds = EDIT_KINDS
     edits = [Edit(kinds[values[k]], values[k + 1], values[k + 2], values[k + 3], values[k + 4])
              for k in range(at, at + 5 * edit_count, 5)]
@@ -316,6 +320,19 @@ def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes
         _unread=(values, old, new, HEADER, pairs, added_count, removed_count),
     )
     return report
+
+
+def _words_hold_a_move(values: list[int], at: int, change_count: int, old_words: int) -> bool:
+    """Whether `find_moves` finds a move in the changed words the compiled call wrote from
+    `at` (each change's old and new word counts, then the old and the new words' hashes,
+    as int64): the same arrays `cdc.core.refine._token_moves` hands it, made the same way."""
+    old_sizes, new_sizes = values[at:at + change_count], values[at + change_count:at + 2 * change_count]
+    at += 2 * change_count
+    old_hashes, new_hashes = array("Q"), array("Q")
+    old_hashes.frombytes(array("q", values[at:at + old_words]).tobytes())
+    new_hashes.frombytes(array("q", values[at + old_words:]).tobytes())
+    numbers = np.arange(change_count)
+    return bool(find_moves(old_hashes, np.repeat(numbers, old_sizes), new_hashes, np.repeat(numbers, new_sizes)))
 
 
 def _pairs(values: list[int], at: int, count: int) -> tuple[list[tuple[int, int]], int]:
