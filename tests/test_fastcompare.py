@@ -112,7 +112,7 @@ def test_two_chunks_lists_and_their_texts_take_the_compiled_path(corpus_versions
     old, new = versions[0], versions[1]
     compiled = compare_module._compare_compiled(chunk_content(old), chunk_content(new), old, new,
                                                 compare_module.DEFAULT_THRESHOLDS)
-    assert compiled is not None
+    assert isinstance(compiled, compare_module.ChangeReport)
     assert compiled == general(old, new)
 
 

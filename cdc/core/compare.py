@@ -29,6 +29,7 @@ identical paragraphs counts as a removal.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -38,8 +39,8 @@ import numpy as np
 from cdc.core.alignment import Aligned, digest_ids
 from cdc.core.chunking import Chunk
 from cdc.core.chunks import Chunks
-from cdc.core.fastcompare import HEADER, compare_pair
-from cdc.core.moves import MIN_MOVE_TOKENS
+from cdc.core.fastcompare import HEADER, MAY_HOLD_MOVES, compare_pair
+from cdc.core.moves import MIN_MOVE_TOKENS, find_moves
 from cdc.core.refine import KINDS as EDIT_KINDS
 from cdc.core.refine import MOVE, Edit, Side, refine
 from cdc.core.regions import NONE_MOVED
@@ -227,10 +228,12 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
     if old_text is not None:
         _check_tiling("old", old, old_text)
         _check_tiling("new", new, new_text)
+    may_hold_moves = False  # the compiled call found that the changed words may hold a move
     if old_text is not None and not ignore and isinstance(old, Chunks) and isinstance(new, Chunks):
         report = _compare_compiled(old, new, old_text, new_text, thresholds)
-        if report is not None:
+        if isinstance(report, ChangeReport):
             return report
+        may_hold_moves = report == MAY_HOLD_MOVES
     old_side, new_side = _Side(old, ignore), _Side(new, ignore)
     old_ids, new_ids, distinct, (old_distinct, new_distinct, shared, changed) = _numbered(old_side, new_side)
     changed = bool(changed)
@@ -252,7 +255,7 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
     if old_text is not None and changed:
         old_moved, new_moved = (aligned.old_moved, aligned.new_moved) if moves else (NONE_MOVED, NONE_MOVED)
         edits = refine(Side(old_text, old_side.rows, old_moved), Side(new_text, new_side.rows, new_moved),
-                       aligned.runs, _move_runs(old_side, new_side, moves))
+                       aligned.runs, _move_runs(old_side, new_side, moves), may_hold_moves=may_hold_moves)
         # Moved text is kept text: a paragraph moved and nothing else is a minor change.
         new_changed = sum(e.new_length for e in edits if e.kind != MOVE)
         old_changed = sum(e.old_length for e in edits if e.kind != MOVE)
@@ -281,17 +284,21 @@ def compare(old: Sequence[Chunk], new: Sequence[Chunk], *, old_text: bytes | Non
 
 
 def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes,
-                      thresholds: Thresholds) -> ChangeReport | None:
+                      thresholds: Thresholds) -> ChangeReport | int:
     """`compare` of two `Chunks` with their texts in one compiled call
-    (`cdc.core.fastcompare`): the same report, or None where the general path decides."""
+    (`cdc.core.fastcompare`): the same report, or the code saying why the general path
+    decides."""
     values = compare_pair(old_text, new_text, old.table, new.table, MIN_MOVE_TOKENS)
-    if values is None:
-        return None
+    if isinstance(values, int):
+        return values
     (pairs, added_count, removed_count, edit_count, shared, union, changed, old_total, new_total,
-     new_changed, old_changed, added_regions, removed_regions) = values[:13]
+     new_changed, old_changed, added_regions, removed_regions, may_hold, change_count,
+     old_words) = values[:HEADER]
     at = HEADER + 2 * pairs + added_count + removed_count  # the chunk lists are read when asked for
     changed_regions, at = _pairs(values, at, added_regions)
     removed_list, at = _pairs(values, at, removed_regions)
+    if may_hold and _words_hold_a_move(values, at + 5 * edit_count, change_count, old_words):
+        return MAY_HOLD_MOVES
     kinds = EDIT_KINDS
     edits = [Edit(kinds[values[k]], values[k + 1], values[k + 2], values[k + 3], values[k + 4])
              for k in range(at, at + 5 * edit_count, 5)]
@@ -313,6 +320,19 @@ def _compare_compiled(old: Chunks, new: Chunks, old_text: bytes, new_text: bytes
         _unread=(values, old, new, HEADER, pairs, added_count, removed_count),
     )
     return report
+
+
+def _words_hold_a_move(values: list[int], at: int, change_count: int, old_words: int) -> bool:
+    """Whether `find_moves` finds a move in the changed words the compiled call wrote from
+    `at` (each change's old and new word counts, then the old and the new words' hashes,
+    as int64): the same arrays `cdc.core.refine._token_moves` hands it, made the same way."""
+    old_sizes, new_sizes = values[at:at + change_count], values[at + change_count:at + 2 * change_count]
+    at += 2 * change_count
+    old_hashes, new_hashes = array("Q"), array("Q")
+    old_hashes.frombytes(array("q", values[at:at + old_words]).tobytes())
+    new_hashes.frombytes(array("q", values[at + old_words:]).tobytes())
+    numbers = np.arange(change_count)
+    return bool(find_moves(old_hashes, np.repeat(numbers, old_sizes), new_hashes, np.repeat(numbers, new_sizes)))
 
 
 def _pairs(values: list[int], at: int, count: int) -> tuple[list[tuple[int, int]], int]:

@@ -8,10 +8,14 @@ on a page with a small change, and more again on a machine whose caches other wo
 just filled. `_compare_pair` runs them in turn in one kernel and writes every number the
 report needs into one int64 buffer, read back with one `tolist`.
 
-It answers only where `cdc.compare` needs nothing else: no chunk moved, no changed words
-that may hold a move, and each alignment small enough (`cdc.core.lcs.MAX_CELLS`). Elsewhere
-it answers -1 and `cdc.compare` takes its general path, which stays the reference: a test
-holds the two to the same reports.
+It answers where no chunk moved and each alignment is small enough
+(`cdc.core.lcs.MAX_CELLS`); elsewhere NOT_HERE, and `cdc.compare` takes its general path,
+which stays the reference: a test holds the two to the same reports. Where the changed
+words may hold a move (the test `cdc.core.refine._token_moves` makes first), the kernel
+writes them out too, and `cdc.compare` asks `cdc.core.moves.find_moves` of them, as
+`refine` would: the report stands where it finds none (on the English corpus, 277 of the
+354 such pairs of 3,131), and the general path decides where it finds one, without trying
+the compiled edits without moves again (MAY_HOLD_MOVES), which would find the same.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ from cdc.core.wordchanges import word_edits_kernel
 
 HEADER = 16  # numbers before the report's lists in `_compare_pair`'s output
 NOT_HERE = -1  # `_compare_pair`: the general path decides
+# The general path decides, as the changed words hold a move: their compiled edits
+# (`cdc.core.refine._edits_without_moves`) would find the same and need not be tried again.
+# Either code is above minus the room the output needs (at least HEADER).
+MAY_HOLD_MOVES = -2
 
 _capacity_compiled = njit(inline="always")(_capacity)
 
@@ -56,9 +64,12 @@ def _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out):  # 
     bytes, bytes the edits insert and delete, merged added and removed regions), then the
     aligned (old index, new index) pairs, the added and the removed positions, the two
     region lists as (offset, length) and the edits as (kind code, old offset, old length,
-    new offset, new length), in new-offset order. Returns how many numbers it wrote; -1
-    where the general path decides (a move, or an alignment too large); minus the room
-    needed where `out` is too small."""
+    new offset, new length), in new-offset order; where the changed words may hold a move
+    (header: a flag, the changes, the old changed words), each change's old and new word
+    counts and the changed words' hashes, as `cdc.core.refine._token_moves` hands them to
+    `find_moves`. Returns how many numbers it wrote; NOT_HERE where the general path decides
+    (a moved chunk, or an alignment too large); minus the room needed where `out` is too
+    small."""
     old_count, new_count = len(old_rows), len(new_rows)
     old_ids, new_ids = np.empty(old_count, np.int64), np.empty(new_count, np.int64)
     counts = np.empty(4, np.int64)
@@ -80,6 +91,9 @@ def _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out):  # 
         return NOT_HERE
     edit_count, inserted, deleted = 0, 0, 0
     edits = np.empty((1, 5), np.int64)
+    may_hold, change_count, old_words_changed, new_words_changed = 0, 0, 0, 0
+    changes = np.empty((1, 5), np.int64)
+    old_changed, new_changed = np.empty(1, np.uint64), np.empty(1, np.uint64)
     if counts[3] and run_count:
         none_moved = np.zeros(0, np.uint8)
         capacity = max(_capacity_compiled(old_rows, runs[0, 0], runs[run_count - 1, 1], run_count),
@@ -102,7 +116,8 @@ def _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out):  # 
                              edits, changes, old_changed, new_changed, totals) < 0:
             return NOT_HERE
         if totals[1] >= 2 and min(totals[2], totals[3], totals[6]) >= move_tokens:
-            return NOT_HERE  # the changed words may hold a move
+            may_hold = 1  # the changed words may hold a move: written out for `find_moves` to say
+            change_count, old_words_changed, new_words_changed = totals[1], totals[2], totals[3]
         edit_count, inserted, deleted = totals[0], totals[4], totals[5]
         for k in range(1, edit_count):  # in new-offset order, ties as found (a stable sort)
             kind, old_offset, old_length, new_offset, new_length = (edits[k, 0], edits[k, 1], edits[k, 2],
@@ -114,7 +129,8 @@ def _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out):  # 
                 t -= 1
             edits[t, 0], edits[t, 1], edits[t, 2], edits[t, 3], edits[t, 4] = (kind, old_offset, old_length,
                                                                                new_offset, new_length)
-    need = HEADER + 2 * pairs + 3 * added_count + 3 * removed_count + 5 * edit_count
+    need = (HEADER + 2 * pairs + 3 * added_count + 3 * removed_count + 5 * edit_count
+            + 2 * change_count + old_words_changed + new_words_changed)
     if need > len(out):
         return -need
     at = np.int64(HEADER)
@@ -131,10 +147,19 @@ def _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out):  # 
     at += 2 * removed_regions
     out[at:at + 5 * edit_count] = edits[:edit_count].ravel()
     at += 5 * edit_count
+    for c in range(change_count):  # each change's words on each side, then the words' hashes
+        out[at + c] = changes[c, 2] - changes[c, 1]
+        out[at + change_count + c] = changes[c, 4] - changes[c, 3]
+    at += 2 * change_count
+    out[at:at + old_words_changed] = old_changed[:old_words_changed].view(np.int64)
+    at += old_words_changed
+    out[at:at + new_words_changed] = new_changed[:new_words_changed].view(np.int64)
+    at += new_words_changed
     out[0], out[1], out[2], out[3] = pairs, added_count, removed_count, edit_count
     out[4], out[5], out[6] = counts[2], counts[0] + counts[1] - counts[2], counts[3]
     out[7], out[8], out[9], out[10] = found[5], found[6], inserted, deleted
-    out[11], out[12] = added_regions, removed_regions
+    out[11], out[12], out[13], out[14] = added_regions, removed_regions, may_hold, change_count
+    out[15] = old_words_changed
     return at
 
 
@@ -145,14 +170,14 @@ _scratch = threading.local()
 
 
 def compare_pair(old_text: bytes, new_text: bytes, old_rows: np.ndarray, new_rows: np.ndarray,
-                 move_tokens: int) -> list[int] | None:
+                 move_tokens: int) -> list[int] | int:
     """`_compare_pair`'s numbers, as one list (this thread's buffer, grown when short), or
-    None where the general path decides."""
+    the code (NOT_HERE, MAY_HOLD_MOVES) saying why the general path decides."""
     out = getattr(_scratch, "out", None)
     if out is None:
         out = _scratch.out = np.empty(1 << 14, np.int64)
     used = _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out)
-    if used < NOT_HERE:
+    if used < MAY_HOLD_MOVES:
         out = _scratch.out = np.empty(2 * -used, np.int64)
         used = _compare_pair(old_text, new_text, old_rows, new_rows, move_tokens, out)
-    return None if used < 0 else out[:used].tolist()
+    return used if used < 0 else out[:used].tolist()

@@ -386,16 +386,18 @@ def _char_at(text: bytes, i: int) -> int:
 
 
 def refine(old: Side, new: Side, runs: list[tuple[int, int, int, int]],
-           moved: Iterable[tuple[int, int, int, int]] = ()) -> list[Edit]:
+           moved: Iterable[tuple[int, int, int, int]] = (), may_hold_moves: bool = False) -> list[Edit]:
     """Word-level edits inside the changed stretches `runs` (i1, i2, j1, j2: chunk positions
     on each side, as `stretches` gives them), with moves, ordered by where they are in the
     new text (a move before the edits inside it).
 
     `moved`: runs of chunks the chunk comparison found moved, as byte ranges (old start,
     old end, new start, new end); each is a move, joined to the moved words next to it.
+    `may_hold_moves`: the compiled comparison (`cdc.core.fastcompare`) found already that the
+    changed words may hold a move, so the compiled edits without moves are not tried.
     """
     moved = list(moved)
-    if not moved and not len(old.moved) and not len(new.moved):
+    if not moved and not len(old.moved) and not len(new.moved) and not may_hold_moves:
         edits = _edits_without_moves(old, new, runs)
         if edits is not None:
             return edits
