@@ -103,6 +103,17 @@ def store_pins(db: Path) -> dict[str, str]:
 
 # The docs crawls pinned are the test suite's (conftest.py's `docs_crawls`): 80 pages, seed 0.
 CRAWL_PAGES, CRAWL_SEED = sitecrawl.SUITE_PAGES, sitecrawl.SUITE_SEED
+CRAWL_INPUTS = "crawl-inputs.json"  # the digest of the docs' HTML the crawls' pins were made from
+
+
+def docs_digest() -> str:
+    """A digest of the docs' HTML pages the pinned crawls copy: Debian's python3.11-doc
+    changes them from one security update to the next (3.11.2-6+deb12u9 added a paragraph to
+    `library/asyncio-stream.html`), and the crawls' pins hold for the pages they were made of."""
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sitecrawl.select_pages(CRAWL_PAGES):
+        digest.update(path.encode() + b"\0" + (sitecrawl.DOCS / path).read_bytes())
+    return digest.hexdigest()
 
 
 def ingested_pins(db: Path, inputs: list[Path], *options: str) -> dict[str, str]:
@@ -144,6 +155,7 @@ def main() -> None:
         for name, pins in store_pin_sets(args.corpus, crawls, Path(workdir)).items():
             (args.out / f"{name}.json").write_text(json.dumps(pins, indent=0, sort_keys=True) + "\n")
             print(name, len(pins), "pages")
+    (args.out / CRAWL_INPUTS).write_text(json.dumps({"docs": docs_digest()}) + "\n")
 
 
 if __name__ == "__main__":

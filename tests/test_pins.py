@@ -47,6 +47,12 @@ def test_every_ingested_store_is_as_pinned(tmp_path, docs_crawls):
     _corpus("en")
     # The folder of conftest.py's crawls, the pins' pages and seed: found built there.
     found = pins.store_pin_sets(CORPUS, docs_crawls.crawl1.parent, tmp_path)
+    same_docs = json.loads((PINS / pins.CRAWL_INPUTS).read_text())["docs"] == pins.docs_digest()
     for name, pages in found.items():
+        if name.startswith("store-crawl-") and not same_docs:
+            continue
         pinned = json.loads((PINS / f"{name}.json").read_text())
         assert pages == pinned, f"{name}: {_first_difference(pages, pinned)}"
+    if not same_docs:
+        pytest.skip("the corpus stores are as pinned; the docs crawls' are not checked: this "
+                    "python3.11-doc's HTML is not the one their pins were made from")
