@@ -179,6 +179,23 @@ def _numbered(number: int, items: Iterable[SourceRecord | RawLine | BadRecord]
         yield number << INPUT_SHIFT | place, item
 
 
+class _Abandoned:
+    """The future of a task abandoned with its pool (`Ingester._close_pool`): cancelled, and
+    silent where Python 3.11's pool would set the result or error of a cancelled one."""
+
+    def cancel(self) -> bool:
+        return True
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return False
+
+    def set_exception(self, exception: BaseException) -> None:
+        pass
+
+    def set_result(self, result) -> None:
+        pass
+
+
 class Ingester:
     """Runs records into a store, batch by batch; see the module docstring."""
 
@@ -247,15 +264,19 @@ class Ingester:
         if self._pool is None:
             return
         if abandon:  # Python 3.11's pool has no public way to stop a worker mid-task
-            # A task taken back (`cdc.ingest.worktasks`) is a cancelled future the pool still lists
-            # as pending until a worker would have reached it. Once the workers are stopped
-            # the pool marks every pending future broken, and on a cancelled one that raises
-            # InvalidStateError in its manager thread, which then never closes its call
-            # queue: the exit hung on that queue's feeder thread. Nobody waits for them.
+            # A task taken back (`cdc.ingest.worktasks`) is a cancelled future the pool still
+            # lists as pending until a worker would have reached it. Once the workers are
+            # stopped the pool marks every pending future broken, and on a cancelled one that
+            # raises InvalidStateError in its manager thread (Python 3.12 ignores it), which
+            # then never closes its call queue: the exit hung on that queue's feeder thread.
+            # Dropping such a task from the pool's table raced its manager thread, which
+            # looks the task up by the id it queued (a KeyError there ends it the same way).
+            # So each task no worker has started is cancelled, and its future, left in place,
+            # is one that takes being marked broken quietly. Nobody waits for them.
             pending = getattr(self._pool, "_pending_work_items", None) or {}
-            for work_id, item in list(pending.items()):
-                if item.future.cancelled():
-                    pending.pop(work_id, None)
+            for item in list(pending.values()):
+                if item.future.cancel():  # not started, or taken back already
+                    item.future = _Abandoned()
             processes = list((getattr(self._pool, "_processes", None) or {}).values())
             for process in processes:
                 process.terminate()
