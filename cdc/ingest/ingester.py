@@ -288,7 +288,15 @@ class Ingester:
             result_queue = getattr(self._pool, "_result_queue", None)
             if result_queue is not None:
                 result_queue._writer.close()
+        call_queue = getattr(self._pool, "_call_queue", None)  # shutdown forgets it
         self._pool.shutdown(cancel_futures=True)
+        if abandon and call_queue is not None:
+            # The queue's feeder thread may be blocked writing a batch (more than a pipe holds)
+            # that no worker will read; the pool's manager closes our read end, the last one
+            # open, when it sees the workers gone, but not if it died before (a worker killed
+            # earlier, say): then the exit waited on the feeder for good. Closed here too,
+            # the write fails (EPIPE) and the feeder ends. Closing it twice does nothing.
+            call_queue._reader.close()
         self._pool = None
 
     def _batches(self, numbered: Iterable[tuple[int, SourceRecord | RawLine | BadRecord]]
