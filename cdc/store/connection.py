@@ -237,6 +237,8 @@ class Connections:
                     connection.execute("CHECKPOINT")
                     connection.execute("ATTACH ? AS fresh", [str(fresh)])
                     connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
+                    # The copy holds live rows only: no trimmed text is left in it.
+                    connection.execute("DELETE FROM fresh.meta WHERE key = 'dead_text'")
                     connection.execute("DETACH fresh")
             except BaseException:  # a full disk, say: the half-written copy would only fill it more
                 for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):

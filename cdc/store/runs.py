@@ -21,7 +21,8 @@ from cdc.core.verdicts import UNCHANGED
 from cdc.store.lookups import _for_keys, _one
 from cdc.store.templates import unflagged_pages
 
-COMPACT_SHARE = 0.5  # of the file's bytes, dropped as text by a run's trim: then compact it
+COMPACT_SHARE = 0.5  # of the file's bytes, texts trimmed since the last compaction: then compact it
+DEAD_TEXT = "dead_text"  # the meta row counting them (bytes), 0 in a compacted file
 RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
 
 # The generations a run saw first among its pages' (`{keys}`) whose change says `unchanged`:
@@ -73,13 +74,14 @@ class Runs:
         """Record a run's end and counts, trim the texts of the pages it saw, and set the
         template-only flags of their hosts' change rows.
 
-        A run that brought many versions of its pages at once (a first import of a crawl
-        history) leaves most of the file free once they are trimmed: DuckDB reuses free
-        blocks for later writes but never shrinks the file, so past `COMPACT_SHARE` of the
-        file freed, the store is rewritten whole (`compact`)."""
+        A trimmed text's bytes stay in the file, its row deleted (`_trim`), until the store
+        is rewritten whole (`compact`): once the texts trimmed since the last rewrite pass
+        `COMPACT_SHARE` of the file. A first import of a crawl history, which trims most of
+        what it brought, is compacted at its end; runs of recrawls, after many of them."""
         with self.writing() as connection:
             pages = sorted(pages)
-            dropped = self._trim(connection, pages)
+            dead = self._trim(connection, pages) + int(self.meta_value(connection, DEAD_TEXT) or 0)
+            self.set_meta(connection, DEAD_TEXT, str(dead))
             # A run that did not finish (killed) left rows unflagged: they are flagged with
             # the next run's, found by their state (once flagged, never again).
             self._refresh_templates(connection, sorted({*pages, *unflagged_pages(connection, pages)}))
@@ -99,5 +101,5 @@ class Runs:
             assignments = ", ".join(f"{name} = ?" for name in RUN_COUNTS)
             connection.execute(f"UPDATE runs SET ended_at = ?, {assignments} WHERE run = ?",
                                [_now(), *(counts.get(name) for name in RUN_COUNTS), run])
-        if dropped > COMPACT_SHARE * self.path.stat().st_size:
+        if dead > COMPACT_SHARE * self.path.stat().st_size:
             self.compact()

@@ -3,7 +3,8 @@ version, the connection settings, and the check and upgrade of a file's schema a
 
 Tables (all times UTC):
 
-- `meta`: schema version, the chunker `SPEC`, the retention policy.
+- `meta`: schema version, the chunker `SPEC`, the retention policy, and the bytes of text trimmed
+  since the file was last compacted (`dead_text`, `cdc.store.runs`).
 - `pages`: one row per natural key (canonical URL): host, last URL seen, retention class,
   latest generation, when it was first seen, last fetched with new content, last checked;
   and its SURT (`cdc.core.urls.surt_key`), the key a crawl's CDX index sorts captures by.
@@ -435,6 +436,11 @@ class Schema:
     def meta(self) -> dict[str, str]:
         with self.reading() as connection:
             return dict(connection.execute("SELECT key, value FROM meta").fetchall())
+
+    @staticmethod
+    def meta_value(connection: duckdb.DuckDBPyConnection, key: str) -> str | None:
+        row = connection.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return row[0] if row else None
 
     def set_meta(self, connection: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
         connection.execute("DELETE FROM meta WHERE key = ?", [key])
