@@ -24,6 +24,8 @@ def assert_same_rows(actual: Path, expected: Path, runs: bool = True) -> None:
     but for the run that first saw each generation, with `runs` False (stores made by other
     runs: a run stopped and started again, writers that started in another order)."""
     got, want = (store_rows(path, ("meta", *TABLES)) for path in (actual, expected))
+    for rows in (got, want):  # the trimmed text still in the file: the file's, not the data's
+        rows["meta"] = [row for row in rows["meta"] if row[0] != "dead_text"]
     if not runs:
         got, want = without_runs(got), without_runs(want)
     for table in want:
