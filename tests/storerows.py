@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from cdc.store import TABLES, Store
-from cdc.store.schema import CONTENT_CHUNKS_VIEW
+from cdc.store.schema import CONTENT_CHUNKS_VIEW, DEAD_TEXT
 
 
 def store_rows(path, tables=TABLES) -> dict[str, list[tuple]]:
@@ -25,7 +25,7 @@ def assert_same_rows(actual: Path, expected: Path, runs: bool = True) -> None:
     runs: a run stopped and started again, writers that started in another order)."""
     got, want = (store_rows(path, ("meta", *TABLES)) for path in (actual, expected))
     for rows in (got, want):  # the trimmed text still in the file: the file's, not the data's
-        rows["meta"] = [row for row in rows["meta"] if row[0] != "dead_text"]
+        rows["meta"] = [row for row in rows["meta"] if row[0] != DEAD_TEXT]
     if not runs:
         got, want = without_runs(got), without_runs(want)
     for table in want:

@@ -19,8 +19,9 @@ between the thirds (32 MB of JSONL).
 Each page has hundreds of versions in the input, all retained within the run, so a batch
 that read each page's older texts (as the latest generation's look-up once did) grows with
 the input too. The store keeps every generation's text here: the trim at the run's end
-(`Store.finish_run`) rewrites the texts it drops in one transaction, which takes memory in
-proportion to them, a cost of the store's and not of the streaming measured here."""
+(`Store.finish_run`) appends again, without text, the generations it drops, in one
+transaction, which takes memory in proportion to them, a cost of the store's and not of the
+streaming measured here."""
 
 from __future__ import annotations
 

@@ -332,7 +332,8 @@ def _words_hold_a_move(values: list[int], at: int, change_count: int, old_words:
     old_hashes.frombytes(array("q", values[at:at + old_words]).tobytes())
     new_hashes.frombytes(array("q", values[at + old_words:]).tobytes())
     numbers = np.arange(change_count)
-    return bool(find_moves(old_hashes, np.repeat(numbers, old_sizes), new_hashes, np.repeat(numbers, new_sizes)))
+    old_groups, new_groups = np.repeat(numbers, old_sizes), np.repeat(numbers, new_sizes)
+    return bool(find_moves(old_hashes, old_groups, new_hashes, new_groups))
 
 
 def _pairs(values: list[int], at: int, count: int) -> tuple[list[tuple[int, int]], int]:

@@ -32,6 +32,7 @@ from cdc.runtime.lifeline import raise_if_stopped
 from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
+    DEAD_TEXT,
     INDEX_TABLES,
     SCHEMA_VERSION,
     STORED_TABLES,
@@ -238,7 +239,7 @@ class Connections:
                     connection.execute("ATTACH ? AS fresh", [str(fresh)])
                     connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
                     # The copy holds live rows only: no trimmed text is left in it.
-                    connection.execute("DELETE FROM fresh.meta WHERE key = 'dead_text'")
+                    connection.execute("DELETE FROM fresh.meta WHERE key = ?", [DEAD_TEXT])
                     connection.execute("DETACH fresh")
             except BaseException:  # a full disk, say: the half-written copy would only fill it more
                 for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):

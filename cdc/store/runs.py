@@ -19,10 +19,10 @@ from pathlib import Path
 
 from cdc.core.verdicts import UNCHANGED
 from cdc.store.lookups import _for_keys, _one
+from cdc.store.schema import DEAD_TEXT
 from cdc.store.templates import unflagged_pages
 
 COMPACT_SHARE = 0.5  # of the file's bytes, texts trimmed since the last compaction: then compact it
-DEAD_TEXT = "dead_text"  # the meta row counting them (bytes), 0 in a compacted file
 RUN_COUNTS = ("records", "pages", "new_pages", "changed", "unchanged", "older", "skipped", "failed")
 
 # The generations a run saw first among its pages' (`{keys}`) whose change says `unchanged`:

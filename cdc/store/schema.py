@@ -74,6 +74,8 @@ from cdc.store.writer import RetentionPolicy
 #    page's SURT key, the analysts' annotations, the changes' words and the watches), each an
 #    idempotent entry of `VERSION_5`.
 SCHEMA_VERSION = 5
+# The meta row counting the bytes of text trimmed since the file was last compacted (`cdc.store.runs`).
+DEAD_TEXT = "dead_text"
 # DuckDB's own default is 80% of the machine's memory, and it keeps what it reads cached:
 # a large ingest grew past 8 GB. Beyond this it spills to disk.
 CONNECTION_CONFIG = {"memory_limit": "1GB"}
