@@ -329,6 +329,31 @@ def test_template_only_changes_are_left_out_unless_asked_for(docs):
     assert page.total == included.total
 
 
+
+@pytest.mark.slow
+def test_a_watch_leaves_template_only_changes_out_as_a_search_does(docs):
+    """The watches' query at a run's end filters template-only changes as a search does: the
+    same pages, with and without `include_template` (evaluated again for the second crawl's
+    run, then taken back, so the module's store is left as it was)."""
+    store, _ = docs
+    phrase = "this documentation site is moving to a new address"
+    add_watch(store, "banner", SearchQuery(added=phrase))
+    add_watch(store, "banner-all", SearchQuery(added=phrase, include_template=True))
+    try:
+        with store.writing() as connection:
+            (run,) = connection.execute("SELECT max(run) FROM runs").fetchone()
+            store._record_watch_hits(connection, run)
+        recorded = {name: {hit.url for hit in watch_hits(store, name, run)}
+                    for name in ("banner", "banner-all")}
+    finally:
+        for name in ("banner", "banner-all"):
+            store.remove_watch(name)
+    default = {hit.url for hit in search(store, SearchQuery(added=phrase), limit=None).hits}
+    included = {hit.url for hit in search(store, SearchQuery(added=phrase, include_template=True),
+                                           limit=None).hits}
+    assert recorded == {"banner": default, "banner-all": included}
+    assert default < included
+
 # --- the Chinese and Japanese histories of the shared corpus -------------------------------------
 
 @pytest.fixture(scope="module")

@@ -227,10 +227,12 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
         changes = "JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation"
     else:  # the template-only changes alone: left out unless a search includes them
         columns = "m.run"
-        conditions[:3] = [] if wanted.template_kept else ["(s.include_template OR t.generation IS NULL)"]
-        changes = "" if wanted.template_kept else """LEFT JOIN (
-            SELECT natural_key, generation FROM changes WHERE template_only
-        ) t ON t.natural_key = m.natural_key AND t.generation = m.generation"""
+        # (a mark join, `NOT IN`: each hit probes the few template-only changes; as a left
+        # join with a test of its nulls it cost 20 watches' 600,000 hits 77 ms, this 16)
+        conditions[:3] = [] if wanted.template_kept else [
+            "(s.include_template OR (m.natural_key, m.generation) NOT IN ("
+            "SELECT natural_key, generation FROM changes WHERE template_only))"]
+        changes = ""
     return f"""
         WITH single AS (  -- the sides that hold a phrase of one token, by search (one join)
             SELECT s.search, t.natural_key, t.generation, t.run
