@@ -288,6 +288,9 @@ def _stats_command(args: argparse.Namespace) -> int:
     for name in ("hosts", "pages", "generations", "retained_generations", "content_chunks", "changes"):
         print(f"{name:<22}{stats[name]:>12,}")
     print(f"{'file bytes':<22}{stats['file_bytes']:>12,}")
+    trimmed = stats["trimmed_text_bytes"]
+    print(f"{'trimmed text bytes':<22}{trimmed:>12,}" + ("  (still in the file: `cdc compact` frees them)"
+                                                          if trimmed else ""))
     print(f"{'spec':<22}{meta.get('spec')}")
     if "extraction" in meta:
         print(f"{'html extraction':<22}{meta['extraction']}")

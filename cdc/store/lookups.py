@@ -61,7 +61,8 @@ def _by_key_pairs(connection: duckdb.DuckDBPyConnection, query: str,
     picks the generations with `(natural_key, generation) IN ({pairs})`: DuckDB uses the index
     only for a scan with one filter, and a filter on one more column (`generation IN (...)`,
     `text IS NOT NULL`) it pushes into the scan too, which then reads the whole table. A
-    filter on two columns stays above the scan, on the rows the index found."""
+    filter on two columns stays above the scan, on the rows the index found (DuckDB reads
+    every column asked for of each of those)."""
     keys = sorted(key for key, generations in wanted.items() if generations)
     rows: list[tuple] = []
     for start in range(0, len(keys), KEYS_PER_LOOKUP):

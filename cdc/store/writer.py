@@ -29,10 +29,16 @@ from cdc.store.lookups import (
     _looked_up,
     _one,
     _registered,
+    _table_rows,
 )
 from cdc.store.wordindex import append_words, unindex_words
 
 DEFAULT_KEEP = 3
+# Past this many generations a page in the store, on average, the latest texts of a batch's
+# pages are found by row id before they are read (`_latest_generations`).
+MANY_GENERATIONS = 8
+# Pairs (natural_key, generation) a look-up by range of row ids asks for at a time.
+PAIRS_PER_RANGE = 256
 _GIVEN_TEXT = "wet"  # cdc.sources.extract.GIVEN_TEXT: the store does not import the extraction
 _MODE_WORDS = {"main": "HTML extracted with --extract main", "whole": "HTML extracted with --extract whole",
                _GIVEN_TEXT: "WET text (Common Crawl's own extraction)"}
@@ -162,36 +168,65 @@ class WriteBatch:
         return content_chunk_rows(self.chunks)
 
 
+_LATEST_COLUMNS = "natural_key, generation, content_digest, encode(text), length, chunk_count, first_run"
+
+
+def _latest_generations(connection: duckdb.DuckDBPyConnection, latest: dict[str, int]) -> list[tuple]:
+    """The rows (`_LATEST_COLUMNS`) of the generations `latest` (natural_key: generation).
+
+    Looked up by key, DuckDB reads the text of every generation of the pages before the
+    latest is picked: where pages hold many (a run that imports long histories retains every
+    text until its end), a batch's peak memory grew with the run (50 MB more by the end of
+    20 pages of 300 versions, tests/test_memory.py), as did its time. There the latest rows are
+    found by key first, narrow, and read by ranges of their row ids, where those ranges hold
+    fewer rows than the pages' generations (the latest are the rows written last, a batch or
+    two before); DuckDB skips the row groups outside a range. Else (a store after retention,
+    a few generations a page) by key, which reads the fewest blocks for pages spread over a
+    large store."""
+    wanted = {key: {generation} for key, generation in latest.items()}
+    by_key = f"""SELECT {_LATEST_COLUMNS} FROM generations
+                 WHERE natural_key IN ({{keys}}) AND (natural_key, generation) IN ({{pairs}})"""
+    if _table_rows(connection, "generations") <= MANY_GENERATIONS * max(1, _table_rows(connection, "pages")):
+        return _by_key_pairs(connection, by_key, wanted)
+    found = _by_keys(connection, "SELECT natural_key, generation, rowid FROM generations "
+                                 "WHERE natural_key IN ({keys})", sorted(latest))
+    places = sorted((rowid, key, generation) for key, generation, rowid in found if latest[key] == generation)
+    if not places or places[-1][0] - places[0][0] >= len(found):
+        return _by_key_pairs(connection, by_key, wanted)
+    rows: list[tuple] = []
+    for start in range(0, len(places), PAIRS_PER_RANGE):
+        part = places[start:start + PAIRS_PER_RANGE]
+        rows += connection.execute(
+            f"""SELECT {_LATEST_COLUMNS} FROM generations WHERE rowid BETWEEN ? AND ?
+                AND (natural_key, generation) IN ({", ".join(["(?, ?)"] * len(part))})""",
+            [part[0][0], part[-1][0], *(value for _, key, generation in part for value in (key, generation))]
+        ).fetchall()
+    return rows
+
+
 def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
     """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for keys
     few next to the store's generations.
 
-    The generations are looked up alone, by key, so DuckDB answers from its index and reads
-    only the blocks that hold these pages. (Joined, it scans every generation's text: on a 1
-    GB WARC ingest that grew to 130 MB a batch by the end, and it grows with the store.) Only
-    the latest generation's rows are asked for: within a run every text is retained, and
-    reading a page's older ones too made a batch's peak memory grow with the run's input. The
-    pages and chunk lists are narrow rows: looked up by key or joined whole, whichever costs
-    less for their table (`_for_keys`), a page's older chunk lists dropped here.
+    The generations are looked up alone (`_latest_generations`), so DuckDB reads only the
+    blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB WARC
+    ingest that grew to 130 MB a batch by the end, and it grows with the store.) Only the
+    latest generation's rows are asked for: within a run every text is retained, and reading
+    a page's older ones too made a batch's peak memory grow with the run's input; so are the
+    chunk lists. The pages are narrow rows: looked up by key or joined whole, whichever costs
+    less (`_for_keys`).
     """
     pages = _for_keys(connection, """
         SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
         FROM pages WHERE natural_key IN ({keys})
     """, keys, "pages")
     latest = {row[0]: row[2] for row in pages}
-
-    def of_latest(row: tuple) -> bool:
-        return latest.get(row[0]) == row[1]
-
-    generations = {key: rest for key, _, *rest in _by_key_pairs(connection, """
-        SELECT natural_key, generation, content_digest, encode(text), length, chunk_count, first_run
-        FROM generations WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})
-    """, {key: {generation} for key, generation in latest.items()})}
-    lists = _for_keys(connection, """
+    generations = {key: rest for key, _, *rest in _latest_generations(connection, latest)}
+    lists = _by_key_pairs(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
-        WHERE natural_key IN ({keys})
-    """, keys, "chunk_lists")
-    chunks = {key: (digests, lengths) for key, _, digests, lengths in filter(of_latest, lists)}
+        WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})
+    """, {key: {generation} for key, generation in latest.items()})
+    chunks = {key: (digests, lengths) for key, _, digests, lengths in lists}
     return pages, generations, chunks
 
 
