@@ -91,7 +91,8 @@ CONNECTION_CONFIG = {"memory_limit": "1GB"}
 #   is faster; the cost is a row group per table per batch: a file up to a quarter larger and
 #   scans up to 1.8x slower on a store built in many batches, until `compact()`.
 # - One thread: a writer's batches are small, and on a cluster ingest it shares the machine
-#   with the workers, which its second thread only slowed.
+#   with the workers, which its second thread only slowed. A run's end, when the workers are
+#   done, takes every core (`Store.finish_run`).
 # - A checkpoint at every commit. A writer's connection lasts one transaction, and closing
 #   it checkpoints anyway; checkpointing at the commit skips writing the rows to the WAL
 #   first (a cluster run's 8,117-row transaction: 54 ms instead of 63, with the connection).
