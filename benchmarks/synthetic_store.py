@@ -74,7 +74,7 @@ from cdc.ingest.ingester import BATCH_RECORDS
 from cdc.store import DEFAULT_KEEP, INDEXES, SCHEMA, SCHEMA_VERSION, RetentionPolicy, Store
 from cdc.store import rows as stored_rows
 from cdc.store.runs import RUN_COUNTS
-from cdc.store.wordindex import index_words
+from cdc.store.wordindex import index_rows
 
 BUILDER_VERSION = 4  # bump when the generated data changes, so cached stores are rebuilt
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "bench"  # data/ is git-ignored
@@ -367,14 +367,14 @@ def _insert(connection: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -
 
 
 def _index_words(connection: duckdb.DuckDBPyConnection, words: pa.Table) -> None:
-    """Index a slice's words as ingest's writer does, a batch of `BATCH_RECORDS` changes at a
-    time: each batch's index rows sorted by token, so the index's layout is ingest's."""
+    """Index a slice's words as ingest does, a batch of `BATCH_RECORDS` changes at a time:
+    each batch's index rows sorted by token, so the index's layout is ingest's."""
     for start in range(0, words.num_rows, BATCH_RECORDS):
-        connection.register("bulk_words", words.slice(start, BATCH_RECORDS))
+        connection.register("bulk_tokens", index_rows(words.slice(start, BATCH_RECORDS)))
         try:
-            index_words(connection, "bulk_words")
+            connection.execute("INSERT INTO change_tokens SELECT * FROM bulk_tokens")
         finally:
-            connection.unregister("bulk_words")
+            connection.unregister("bulk_tokens")
 
 
 def _slices(order: list[int]) -> Iterator[tuple[int, list[int]]]:

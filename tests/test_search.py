@@ -10,7 +10,10 @@ import json
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from cdc.analyst.annotations import annotate
@@ -25,6 +28,7 @@ from cdc.ingest.ingester import Ingester
 from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
 from cdc.store.schema import SEARCH_TABLES
+from cdc.store.wordindex import index_rows
 from tests import crawlgen, sitecrawl, storerows, textgen
 from tests.httpserver import TestServer
 from tests.sitecrawl import BANNER, DELETE
@@ -53,6 +57,38 @@ def jsonl(path: Path, records: list[dict]) -> Path:
 PARAGRAPH = textgen.text(5, 1_500).decode()
 CLOSING = textgen.text(6, 1_500).decode()
 
+
+def _places(words: str) -> dict[str, list[int]]:
+    """The index's rule, read plainly: each token's places in the words split at each space,
+    from 1, the ends and the line between two edits counted but not indexed."""
+    places: dict[str, list[int]] = {}
+    for place, token in enumerate(words.split(" "), 1):
+        if token not in ("", "\n"):
+            places.setdefault(token, []).append(place)
+    return places
+
+
+_WORDS = st.lists(st.sampled_from(["a", "b", "价", "格", "2", ",", "\n", "climate"]), max_size=12).map(
+    lambda tokens: f" {' '.join(tokens)} " if tokens else "")
+
+
+@given(st.lists(st.tuples(_WORDS, _WORDS), max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_the_index_rows_hold_each_tokens_places_on_each_side(sides):
+    """`index_rows` (built in the ingest's workers) against the rule read plainly: a row per
+    distinct token of each side, its places in order, the rows sorted by token."""
+    keys = [f"https://x.example/{n}" for n in range(len(sides))]
+    words = pa.table({"natural_key": pa.array(keys, pa.string()),
+                      "generation": pa.array(range(len(sides)), pa.int64()),
+                      "run": pa.array([7] * len(sides), pa.int32()),
+                      "added_words": pa.array([added for added, _ in sides], pa.string()),
+                      "removed_words": pa.array([removed for _, removed in sides], pa.string())})
+    rows = index_rows(words).to_pylist()
+    expected = sorted((token, f"https://x.example/{n}", n, 7, added, places)
+                      for n, pair in enumerate(sides) for added, side in zip((True, False), pair)
+                      for token, places in _places(side).items())
+    assert sorted(tuple(row.values()) for row in rows) == expected
+    assert [row["token"] for row in rows] == sorted(row["token"] for row in rows)
 
 def test_phrases_are_whole_words_case_insensitive_and_characters_in_cjk(tmp_path):
     store = Store(tmp_path / "cdc.duckdb")

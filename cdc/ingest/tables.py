@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pyarrow as pa
+
 from cdc.core.editwords import EditWords
 from cdc.ingest.versions import PageOutcome
 from cdc.runtime.collector import collector_paused
@@ -21,6 +23,7 @@ from cdc.store.rows import (
     RemovedRow,
     arrow_table,
 )
+from cdc.store.wordindex import INDEX_SCHEMA
 
 
 @collector_paused
@@ -46,12 +49,15 @@ class _Columns:
         self.removed_generations: list[RemovedRow] = []
         self.removed_changes: list[RemovedRow] = []
         self.words: list[EditWords] = []  # `change_words` rows, as `cdc.core.editwords` makes them
+        self.tokens: list[pa.Table] = []  # their index rows, as `build_pages` built them
 
     def add(self, outcome: PageOutcome) -> None:
         self.generations += outcome.generations
         self.chunks += outcome.chunks
         self.changes += outcome.changes
         self.words += outcome.words
+        if outcome.tokens is not None:
+            self.tokens.append(outcome.tokens)
         self.fetches += outcome.fetches
         key = outcome.natural_key
         if outcome.seen is not None:
@@ -73,4 +79,5 @@ class _Columns:
                           seen=arrow_table(PageRunsRow, self.seen),
                           removed_generations=arrow_table(RemovedRow, self.removed_generations),
                           removed_changes=arrow_table(RemovedRow, self.removed_changes),
-                          words=arrow_table(ChangeWordsRow, self.words))
+                          words=arrow_table(ChangeWordsRow, self.words),
+                          tokens=pa.concat_tables(self.tokens) if self.tokens else INDEX_SCHEMA.empty_table())

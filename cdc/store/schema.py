@@ -111,7 +111,7 @@ CONTENT_CHUNKS_VIEW = f"""CREATE VIEW IF NOT EXISTS content_chunks AS
 SEARCH_TABLES = [
     stored_rows.create_table("change_words", stored_rows.ChangeWordsRow),
     # The index of `change_words`: a row per distinct token of each side of each change
-    # (`cdc.store.wordindex.index_words`), appended a batch at a time in token order.
+    # (`cdc.store.wordindex.index_rows`), appended a batch at a time in token order.
     """CREATE TABLE IF NOT EXISTS change_tokens (
         token VARCHAR NOT NULL,
         natural_key VARCHAR NOT NULL,

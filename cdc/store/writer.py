@@ -151,6 +151,7 @@ class WriteBatch:
     removed_generations: pa.Table  # natural_key, generation: rows (and chunk lists) replaced
     removed_changes: pa.Table  # natural_key, generation: change rows measured again (and their words)
     words: pa.Table  # the columns of `change_words`: the words of the new change rows
+    tokens: pa.Table  # their index rows (`cdc.store.wordindex.index_rows`), built with them
 
     @property
     def rows(self) -> int:
@@ -401,7 +402,7 @@ class Writer:
         if batch.removed_changes.num_rows:  # their index rows: one join, as the table has no key index
             unindex_words(connection, "removed_changes")
         if batch.words.num_rows:
-            append_words(connection, "batch_words")
+            append_words(connection, "batch_words", batch.tokens)
         connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
         connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
         # The pages stored before are updated (the URL and class of the page's latest fetch:
