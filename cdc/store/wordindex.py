@@ -266,10 +266,12 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
           if wanted.both else []),
         *([annotated_as("c")] if wanted.labels else []),
     ]
-    # The sides that hold every token of a longer phrase are bounded by those of its rarest
-    # token: the rows of the others are kept where that one's are (a hash join on few rows),
-    # where counting every token's rows by side grouped them all (a common word or a comma
-    # in a phrase: 850,000 rows for 10 phrases, a second).
+    # The sides that hold every token of a longer phrase are bounded by those that hold its
+    # two rarest tokens: the rows of the others are kept where those are (a hash join on few
+    # rows), where counting every token's rows by side grouped them all (a common word or a
+    # comma in a phrase: 850,000 rows for 10 phrases, a second). Bounded by the rarest token
+    # alone, 20 watches' 10 phrases read 175,473 rows for 2,298 hits; by two, the query's
+    # CPU went 500 -> 475 ms (with `matched` not materialized, 427 ms; one thread, medians).
     joined = not narrow or wanted.by_time or wanted.by_verdict or bool(wanted.labels)
     if joined:
         columns = ("c.previous_generation, c.fetched_at, c.verdict, c.template_only, m.run" if not narrow
@@ -292,15 +294,20 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             ) s ON s.token = t.token AND s.added = t.added
         ), found AS MATERIALIZED (  -- the index rows of the tokens of longer phrases, with their places
             {longer}
-        ), rarest AS (  -- each longer phrase's token of fewest rows (none: no side holds the phrase)
-            SELECT w.added, w.phrase, arg_min(w.token, coalesce(n.rows, 0)) AS token
+        ), rarest AS (  -- each longer phrase's two tokens of fewest rows (a side has no rows
+            -- of a token it lacks)
+            SELECT w.added, w.phrase, w.token, w.tokens,
+                   row_number() OVER (PARTITION BY w.added, w.phrase
+                                      ORDER BY coalesce(n.rows, 0), w.token) AS rank
             FROM search_tokens w
             LEFT JOIN (SELECT added, token, count(*) AS rows FROM found GROUP BY ALL) n
                    ON n.added = w.added AND n.token = w.token
-            WHERE w.length > 1 GROUP BY ALL
-        ), bounds AS (  -- the sides that hold it
+            WHERE w.length > 1
+        ), bounds AS (  -- the sides that hold both (its one, for a phrase of one token repeated):
+            -- a third of the sides that hold the rarest alone, for 20 watches' 10 phrases
             SELECT r.added, r.phrase, f.natural_key, f.generation
-            FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token
+            FROM found f JOIN rarest r ON r.added = f.added AND r.token = f.token AND r.rank <= 2
+            GROUP BY ALL HAVING count(*) = least(2, any_value(r.tokens))
         ), sought AS MATERIALIZED (  -- on those sides, each token of the phrase: the rows to read
             -- (materialized: DuckDB otherwise joined `found` with every phrase's tokens first,
             -- 850,000 rows for 10 phrases, and only then with the sides)
@@ -316,9 +323,9 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             GROUP BY ALL HAVING count(*) = any_value(tokens) AND len(list_reduce(
                 flatten(list(list_transform(offsets, lambda k: list_transform(positions, lambda p: p - k)))),
                 lambda a, b: list_intersect(a, b))) > 0
-        ), matched AS MATERIALIZED (  -- by search (its number: the rows stay narrow), joined
-            -- with its filters after (materialized: DuckDB otherwise built its hash table on
-            -- the hits and probed it with the searches)
+        ), matched AS {"MATERIALIZED" if wanted.both else "NOT MATERIALIZED"} (  -- by search (its
+            -- number: the rows stay narrow), joined with its filters after (materialized only
+            -- where `both_sides` reads it too: 20 watches' 719,193 rows cost 25 ms more so)
             SELECT * FROM single
             UNION ALL
             SELECT s.search, h.natural_key, h.generation, h.run
