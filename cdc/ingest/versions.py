@@ -160,9 +160,10 @@ class PageOutcome:
     removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
     removed_changes: list[int] = field(default_factory=list)  # with their words
     words: list[EditWords] = field(default_factory=list)  # of the new change rows (`change_words`)
-    # The index rows (`change_tokens`) of the words of all the pages one `build_pages` call
-    # built, on the first of its outcomes that has words (None on the others): built as one
-    # table where the pages are built (a worker), as one table a page cost more than the index.
+    # The index rows (`change_tokens`) of the words of every page one `build_pages` call
+    # built, on the first of its outcomes that has words (None on the others): one table for
+    # the call, built where the pages are (a worker process); a table a page cost more than
+    # the index itself.
     tokens: pa.Table | None = None
     page: PagesRow | None = None  # the page row, when its generations changed
     last_checked: datetime | None = None  # latest new fetch, when no generation changed
