@@ -7,13 +7,11 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from cdc.core.editwords import EditWords
 from cdc.ingest.versions import PageOutcome
 from cdc.runtime.collector import collector_paused
 from cdc.store import WriteBatch
 from cdc.store.rows import (
     ChangesRow,
-    ChangeWordsRow,
     CheckedRow,
     ChunkListsRow,
     FetchesRow,
@@ -23,7 +21,7 @@ from cdc.store.rows import (
     RemovedRow,
     arrow_table,
 )
-from cdc.store.wordindex import INDEX_SCHEMA
+from cdc.store.wordindex import WordTables, word_tables
 
 
 @collector_paused
@@ -48,16 +46,14 @@ class _Columns:
         self.seen: list[PageRunsRow] = []
         self.removed_generations: list[RemovedRow] = []
         self.removed_changes: list[RemovedRow] = []
-        self.words: list[EditWords] = []  # `change_words` rows, as `cdc.core.editwords` makes them
-        self.tokens: list[pa.Table] = []  # their index rows, as `build_pages` built them
+        self.words: list[WordTables] = []  # `change_words` rows and their index, as `build_pages` built them
 
     def add(self, outcome: PageOutcome) -> None:
         self.generations += outcome.generations
         self.chunks += outcome.chunks
         self.changes += outcome.changes
-        self.words += outcome.words
-        if outcome.tokens is not None:
-            self.tokens.append(outcome.tokens)
+        if outcome.word_tables is not None:
+            self.words.append(outcome.word_tables)
         self.fetches += outcome.fetches
         key = outcome.natural_key
         if outcome.seen is not None:
@@ -70,6 +66,8 @@ class _Columns:
             self.checked.append(CheckedRow(key, outcome.last_checked))
 
     def tables(self) -> WriteBatch:
+        words = (WordTables(*map(pa.concat_tables, zip(*self.words))) if self.words
+                 else word_tables([]))
         return WriteBatch(pages=arrow_table(PagesRow, self.pages),
                           generations=arrow_table(GenerationsRow, self.generations),
                           chunks=arrow_table(ChunkListsRow, self.chunks),
@@ -79,5 +77,4 @@ class _Columns:
                           seen=arrow_table(PageRunsRow, self.seen),
                           removed_generations=arrow_table(RemovedRow, self.removed_generations),
                           removed_changes=arrow_table(RemovedRow, self.removed_changes),
-                          words=arrow_table(ChangeWordsRow, self.words),
-                          tokens=pa.concat_tables(self.tokens) if self.tokens else INDEX_SCHEMA.empty_table())
+                          words=words.words, tokens=words.tokens)

@@ -47,19 +47,15 @@ from cdc.runtime.collector import collector_paused
 from cdc.sources.jsonl import BadRecord, RawLine
 from cdc.store.rows import (
     ChangesRow,
-    ChangeWordsRow,
     ChunkListsRow,
     FetchesRow,
     GenerationsRow,
     PageRunsRow,
     PagesRow,
-    arrow_table,
 )
-from cdc.store.wordindex import index_rows
+from cdc.store.wordindex import WordTables, word_tables
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from cdc.sources.warc import RawPage
 
 EDITS, CHUNKS, DIGESTS = "edits", "chunks", "digests"  # how a change row was measured
@@ -160,11 +156,11 @@ class PageOutcome:
     removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
     removed_changes: list[int] = field(default_factory=list)  # with their words
     words: list[EditWords] = field(default_factory=list)  # of the new change rows (`change_words`)
-    # The index rows (`change_tokens`) of the words of every page one `build_pages` call
-    # built, on the first of its outcomes that has words (None on the others): one table for
-    # the call, built where the pages are (a worker process); a table a page cost more than
-    # the index itself.
-    tokens: pa.Table | None = None
+    # The words of every page one `build_pages` call built, as the writer appends them (rows
+    # and index rows), on the first of its outcomes that has words (None on the others): one
+    # pair of tables for the call, built where the pages are (a worker process); tables for
+    # each page cost more than the index itself.
+    word_tables: WordTables | None = None
     page: PagesRow | None = None  # the page row, when its generations changed
     last_checked: datetime | None = None  # latest new fetch, when no generation changed
     seen: PageRunsRow | None = None  # the batch's latest fetch of the page, its content digest
@@ -403,8 +399,7 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
                 outcomes[number] = PageOutcome(work.natural_key, incomplete=True)
     with_words = [outcome for outcome in outcomes if outcome.words]
     if with_words:
-        with_words[0].tokens = index_rows(arrow_table(ChangeWordsRow, [row for outcome in with_words
-                                                                        for row in outcome.words]))
+        with_words[0].word_tables = word_tables([row for outcome in with_words for row in outcome.words])
     return outcomes
 
 

@@ -19,7 +19,7 @@ from cdc.core.verdicts import TEMPLATE_ONLY, shown_verdict_of
 from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.layout import digest_list
 from cdc.store.lookups import _one
-from cdc.store.schema import DEAD_TEXT, TABLES
+from cdc.store.schema import TABLES
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ class Reads:
             counts["retained_generations"] = _one(connection.execute(
                 "SELECT count(*) FROM generations WHERE text IS NOT NULL"))[0]
             # Trimmed by retention since the file was last rewritten: still in it (`finish_run`).
-            counts["trimmed_text_bytes"] = int(self.meta_value(connection, DEAD_TEXT) or 0)
+            counts["trimmed_text_bytes"] = self.trimmed_bytes(connection)
         counts["file_bytes"] = self.path.stat().st_size
         return counts
 

@@ -84,7 +84,7 @@ class Runs:
             # beside them). The 100,000-page run's end of benchmarks/search.py: 1.72 -> 1.29 s.
             connection.execute(f"SET threads = {os.cpu_count() or 1}")
             pages = sorted(pages)
-            dead = self._trim(connection, pages) + int(self.meta_value(connection, DEAD_TEXT) or 0)
+            dead = self._trim(connection, pages) + self.trimmed_bytes(connection)
             self.set_meta(connection, DEAD_TEXT, str(dead))
             # A run that did not finish (killed) left rows unflagged: they are flagged with
             # the next run's, found by their state (once flagged, never again).

@@ -445,6 +445,10 @@ class Schema:
         row = connection.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
         return row[0] if row else None
 
+    def trimmed_bytes(self, connection: duckdb.DuckDBPyConnection) -> int:
+        """Bytes of text trimmed since the file was last compacted, still in it (`DEAD_TEXT`)."""
+        return int(self.meta_value(connection, DEAD_TEXT) or 0)
+
     def set_meta(self, connection: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
         connection.execute("DELETE FROM meta WHERE key = ?", [key])
         connection.execute("INSERT INTO meta VALUES (?, ?)", [key, value])

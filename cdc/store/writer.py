@@ -172,8 +172,8 @@ class WriteBatch:
 _LATEST_COLUMNS = "natural_key, generation, content_digest, encode(text), length, chunk_count, first_run"
 
 
-def _latest_generations(connection: duckdb.DuckDBPyConnection, latest: dict[str, int]) -> list[tuple]:
-    """The rows (`_LATEST_COLUMNS`) of the generations `latest` (natural_key: generation).
+def _latest_generations(connection: duckdb.DuckDBPyConnection, wanted: dict[str, set[int]]) -> list[tuple]:
+    """The rows (`_LATEST_COLUMNS`) of the generations `wanted` (natural_key: {generation}).
 
     Looked up by key, DuckDB reads the text of every generation of the pages before the
     latest is picked: where pages hold many (a run that imports long histories retains every
@@ -184,14 +184,13 @@ def _latest_generations(connection: duckdb.DuckDBPyConnection, latest: dict[str,
     two before); DuckDB skips the row groups outside a range. Else (a store after retention,
     a few generations a page) by key, which reads the fewest blocks for pages spread over a
     large store."""
-    wanted = {key: {generation} for key, generation in latest.items()}
     by_key = f"""SELECT {_LATEST_COLUMNS} FROM generations
                  WHERE natural_key IN ({{keys}}) AND (natural_key, generation) IN ({{pairs}})"""
     if _table_rows(connection, "generations") <= MANY_GENERATIONS * max(1, _table_rows(connection, "pages")):
         return _by_key_pairs(connection, by_key, wanted)
     found = _by_keys(connection, "SELECT natural_key, generation, rowid FROM generations "
-                                 "WHERE natural_key IN ({keys})", sorted(latest))
-    places = sorted((rowid, key, generation) for key, generation, rowid in found if latest[key] == generation)
+                                 "WHERE natural_key IN ({keys})", sorted(wanted))
+    places = sorted((rowid, key, generation) for key, generation, rowid in found if generation in wanted[key])
     if not places or places[-1][0] - places[0][0] >= len(found):
         return _by_key_pairs(connection, by_key, wanted)
     rows: list[tuple] = []
@@ -221,12 +220,12 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
         SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
         FROM pages WHERE natural_key IN ({keys})
     """, keys, "pages")
-    latest = {row[0]: row[2] for row in pages}
+    latest = {key: {generation} for key, _, generation, *_ in pages}
     generations = {key: rest for key, _, *rest in _latest_generations(connection, latest)}
     lists = _by_key_pairs(connection, """
         SELECT natural_key, generation, digests, lengths FROM chunk_lists
         WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})
-    """, {key: {generation} for key, generation in latest.items()})
+    """, latest)
     chunks = {key: (digests, lengths) for key, _, digests, lengths in lists}
     return pages, generations, chunks
 
