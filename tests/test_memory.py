@@ -9,7 +9,7 @@ more at 600 records than at 2,000), and flat after (366.6, 367.0 and 366.6 MB at
 3,000 and 6,000 records, one process, batches of 500). Batches of 250 records, where the
 batch's own data weighs less in its peak, showed what those of 500 hid: the look-up of the
 batch's latest texts read every retained text of its pages, 20-29 MB more by the last third
-(`cdc.store.writer._latest_generations`).
+(`cdc.store.writer._latest_rows`).
 
 Medians of each batch's own peak, not the high-water mark since the start: with two
 processes this one builds the tasks no worker has started, a share that varies from batch to

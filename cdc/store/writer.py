@@ -20,7 +20,6 @@ from cdc.core.urls import surt_key
 from cdc.errors import StoreError
 from cdc.store.layout import content_chunk_rows, digest_list
 from cdc.store.lookups import (
-    _by_key_pairs,
     _by_keys,
     _for_keys,
     _gather,
@@ -29,16 +28,11 @@ from cdc.store.lookups import (
     _looked_up,
     _one,
     _registered,
-    _table_rows,
+    _rows_at,
 )
 from cdc.store.wordindex import append_words, unindex_words
 
 DEFAULT_KEEP = 3
-# Past this many generations a page in the store, on average, the latest texts of a batch's
-# pages are found by row id before they are read (`_latest_generations`).
-MANY_GENERATIONS = 8
-# Pairs (natural_key, generation) a look-up by range of row ids asks for at a time.
-PAIRS_PER_RANGE = 256
 _GIVEN_TEXT = "wet"  # cdc.sources.extract.GIVEN_TEXT: the store does not import the extraction
 _MODE_WORDS = {"main": "HTML extracted with --extract main", "whole": "HTML extracted with --extract whole",
                _GIVEN_TEXT: "WET text (Common Crawl's own extraction)"}
@@ -169,46 +163,27 @@ class WriteBatch:
         return content_chunk_rows(self.chunks)
 
 
-_LATEST_COLUMNS = "natural_key, generation, content_digest, encode(text), length, chunk_count, first_run"
+def _latest_rows(connection: duckdb.DuckDBPyConnection, table: str, columns: str,
+                 latest: dict[str, int]) -> dict[str, tuple]:
+    """`columns` of the row of `table` of each page's generation in `latest` (natural_key:
+    generation), by page: found by key without them, then read alone (`_rows_at`).
 
-
-def _latest_generations(connection: duckdb.DuckDBPyConnection, wanted: dict[str, set[int]]) -> list[tuple]:
-    """The rows (`_LATEST_COLUMNS`) of the generations `wanted` (natural_key: {generation}).
-
-    Looked up by key, DuckDB reads the text of every generation of the pages before the
-    latest is picked: where pages hold many (a run that imports long histories retains every
-    text until its end), a batch's peak memory grew with the run (50 MB more by the end of
-    20 pages of 300 versions, tests/test_memory.py), as did its time. There the latest rows are
-    found by key first, narrow, and read by ranges of their row ids, where those ranges hold
-    fewer rows than the pages' generations (the latest are the rows written last, a batch or
-    two before); DuckDB skips the row groups outside a range. Else (a store after retention,
-    a few generations a page) by key, which reads the fewest blocks for pages spread over a
-    large store."""
-    by_key = f"""SELECT {_LATEST_COLUMNS} FROM generations
-                 WHERE natural_key IN ({{keys}}) AND (natural_key, generation) IN ({{pairs}})"""
-    if _table_rows(connection, "generations") <= MANY_GENERATIONS * max(1, _table_rows(connection, "pages")):
-        return _by_key_pairs(connection, by_key, wanted)
-    found = _by_keys(connection, "SELECT natural_key, generation, rowid FROM generations "
-                                 "WHERE natural_key IN ({keys})", sorted(wanted))
-    places = sorted((rowid, key, generation) for key, generation, rowid in found if generation in wanted[key])
-    if not places or places[-1][0] - places[0][0] >= len(found):
-        return _by_key_pairs(connection, by_key, wanted)
-    rows: list[tuple] = []
-    for start in range(0, len(places), PAIRS_PER_RANGE):
-        part = places[start:start + PAIRS_PER_RANGE]
-        rows += connection.execute(
-            f"""SELECT {_LATEST_COLUMNS} FROM generations WHERE rowid BETWEEN ? AND ?
-                AND (natural_key, generation) IN ({", ".join(["(?, ?)"] * len(part))})""",
-            [part[0][0], part[-1][0], *(value for _, key, generation in part for value in (key, generation))]
-        ).fetchall()
-    return rows
+    Looked up by key with them, DuckDB reads the columns asked for of every generation of
+    the pages before the latest is picked: where pages hold many (a run that imports long
+    histories retains every text until its end), a batch's peak memory grew with the run
+    (50 MB more by the end of 20 pages of 300 versions, tests/test_memory.py), as did its
+    time; and in a store of three a page, two of the three texts read were dropped."""
+    places = {(key, generation): rowid for key, generation, rowid in _by_keys(
+        connection, f"SELECT natural_key, generation, rowid FROM {table} WHERE natural_key IN ({{keys}})",
+        sorted(latest), lambda row: latest[row[0]] == row[1])}
+    return {key: rest for key, _, *rest in _rows_at(connection, table, columns, places)}
 
 
 def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> tuple[list, dict, dict]:
     """Page rows, latest generations (digest, UTF-8 text) and their chunk lists, for keys
     few next to the store's generations.
 
-    The generations are looked up alone (`_latest_generations`), so DuckDB reads only the
+    The generations are looked up alone (`_latest_rows`), so DuckDB reads only the
     blocks that hold these pages. (Joined, it scans every generation's text: on a 1 GB WARC
     ingest that grew to 130 MB a batch by the end, and it grows with the store.) Only the
     latest generation's rows are asked for: within a run every text is retained, and reading
@@ -220,13 +195,10 @@ def _latest_by_index(connection: duckdb.DuckDBPyConnection, keys: Sequence[str])
         SELECT natural_key, retention_class, latest_generation, last_fetched, last_checked
         FROM pages WHERE natural_key IN ({keys})
     """, keys, "pages")
-    latest = {key: {generation} for key, _, generation, *_ in pages}
-    generations = {key: rest for key, _, *rest in _latest_generations(connection, latest)}
-    lists = _by_key_pairs(connection, """
-        SELECT natural_key, generation, digests, lengths FROM chunk_lists
-        WHERE natural_key IN ({keys}) AND (natural_key, generation) IN ({pairs})
-    """, latest)
-    chunks = {key: (digests, lengths) for key, _, digests, lengths in lists}
+    latest = {key: generation for key, _, generation, *_ in pages}
+    generations = _latest_rows(connection, "generations",
+                               "content_digest, encode(text), length, chunk_count, first_run", latest)
+    chunks = _latest_rows(connection, "chunk_lists", "digests, lengths", latest)
     return pages, generations, chunks
 
 
