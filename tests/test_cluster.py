@@ -93,6 +93,17 @@ def test_a_cluster_ingest_writes_what_a_single_process_ingest_writes(client, tmp
     assert rows(fewer.path) == expected
 
 
+def test_the_default_partitions_keep_every_worker_busy_to_the_end(client, tmp_path, shards):
+    """Two a worker at least, so the writer loads one while the next is compared, and as
+    many on each worker, so that none idles while another finishes its last (three on two
+    workers left one idle for the last quarter of the interleaved shards' run)."""
+    assert cdc.ingest.cluster._partitions(client, [str(s) for s in shards]) == 4
+    large = tmp_path / "large.warc.gz"  # sparse: its size is what a partition is cut by
+    with large.open("wb") as file:
+        file.truncate(5 * cdc.ingest.cluster.PARTITION_INPUT_BYTES)
+    assert cdc.ingest.cluster._partitions(client, [str(large)]) == 6
+
+
 def test_eight_interleaved_shards_end_in_the_store_of_the_plain_ingest(client, tmp_path):
     """Each page's versions dealt over all eight files, each file in fetch order, as a
     crawler writing eight files at once leaves them: the plain ingest, batch by batch, puts

@@ -61,7 +61,7 @@ from cdc.sources.inputs import JSONL, run_mode
 from cdc.sources.warc import WarcSummary
 from cdc.store import Store, WriteBatch
 
-PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition; at least one per worker, and two
+PARTITION_INPUT_BYTES = 32 << 20  # input file bytes per partition at most (`_partitions`)
 # Hashing pages straight into as many partitions as workers leaves them uneven (on the corpus,
 # one worker idled for a tenth of the run); dealt out of four times as many buckets by size,
 # they come out within a few percent of each other.
@@ -167,12 +167,14 @@ def local_cluster(workers: int, dashboard_address: str | None = ":8787"):
 
 
 def _partitions(client, files: Sequence[str]) -> int:
-    """One partition per worker, or per PARTITION_INPUT_BYTES of input if that is more; and
-    two at least, so that one worker's writes overlap its next compare. Each partition
-    costs the writer a transaction and the shuffle a pick per worker."""
+    """Two per worker at least, so that the writer loads a worker's first while it compares
+    its next; more where the input passes PARTITION_INPUT_BYTES a partition; and a multiple of
+    the workers, so that they finish together (three partitions on two workers left one of
+    them idle for the last quarter of a run on the interleaved shards). Each partition costs
+    the writer a transaction and the shuffle a pick per worker."""
     workers = max(1, len(_workers(client)))
-    size = sum(map(_file_size, files))
-    return max(2, workers, size // PARTITION_INPUT_BYTES + 1)
+    wanted = max(2 * workers, sum(map(_file_size, files)) // PARTITION_INPUT_BYTES + 1)
+    return -(-wanted // workers) * workers
 
 
 def _file_size(name: str) -> int:
