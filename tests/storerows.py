@@ -56,6 +56,12 @@ def consistency_problems(path: Path) -> dict[str, int]:
         "chunk of a generation that is not retained": """
             SELECT count(*) FROM content_chunks c
             ANTI JOIN (SELECT * FROM generations WHERE text IS NOT NULL) g USING (natural_key, generation)""",
+        "retained generation without its chunk list": """
+            SELECT count(*) FROM generations g ANTI JOIN chunk_lists l USING (natural_key, generation)
+            WHERE g.text IS NOT NULL""",
+        "chunk list of a generation without its text": """
+            SELECT count(*) FROM chunk_lists l ANTI JOIN (SELECT * FROM generations WHERE text IS NOT NULL) g
+            USING (natural_key, generation)""",
         "page whose latest_generation is not its last generation": """
             SELECT count(*) FROM pages p
             LEFT JOIN (SELECT natural_key, max(generation) AS last, max(fetched_at) AS fetched

@@ -44,13 +44,20 @@ class _Outline:
     length: int
     chunk_count: int
     first_run: int | None
-    has_text: bool
     previous: int | None
     row: int  # its row id in `generations`
     chunk_row: int | None  # its chunk list's in `chunk_lists`, if retained
 
     @property
     def has_chunks(self) -> bool:
+        return self.chunk_row is not None
+
+    @property
+    def has_text(self) -> bool:
+        """A generation keeps its text exactly as long as its chunk list: ingest writes both or
+        neither, retention drops both (`tests/storerows.consistency_problems` holds every
+        test's store to it). So the narrow chunk list rows say it: `text IS NOT NULL` would
+        read every generation's text, a third of the history reads on the interleaved shards."""
         return self.chunk_row is not None
 
 
@@ -118,11 +125,10 @@ def _outlines(connection: duckdb.DuckDBPyConnection, keys: list[str]) -> dict[st
         connection, "SELECT natural_key, generation, previous_generation FROM changes "
                     "WHERE natural_key IN ({keys})", keys)}
     outlines: dict[str, list[_Outline]] = {}
-    for key, generation, *columns, has_text, rowid in sorted(_by_keys(connection, """
-            SELECT natural_key, generation, fetched_at, content_digest, length, chunk_count, first_run,
-                   text IS NOT NULL, rowid FROM generations WHERE natural_key IN ({keys})""", keys),
-            key=lambda row: (row[0], row[1])):
-        outline = _Outline(generation, *columns, has_text, previous.get((key, generation)), rowid,
+    for key, generation, *columns, rowid in sorted(_by_keys(connection, """
+            SELECT natural_key, generation, fetched_at, content_digest, length, chunk_count, first_run, rowid
+            FROM generations WHERE natural_key IN ({keys})""", keys), key=lambda row: (row[0], row[1])):
+        outline = _Outline(generation, *columns, previous.get((key, generation)), rowid,
                            chunk_rows.get((key, generation)))
         outlines.setdefault(key, []).append(outline)
     return outlines
