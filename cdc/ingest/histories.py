@@ -49,15 +49,12 @@ class _Outline:
     chunk_row: int | None  # its chunk list's in `chunk_lists`, if retained
 
     @property
-    def has_chunks(self) -> bool:
-        return self.chunk_row is not None
-
-    @property
-    def has_text(self) -> bool:
-        """A generation keeps its text exactly as long as its chunk list: ingest writes both or
-        neither, retention drops both (`tests/storerows.consistency_problems` holds every
-        test's store to it). So the narrow chunk list rows say it: `text IS NOT NULL` would
-        read every generation's text, a third of the history reads on the interleaved shards."""
+    def retained(self) -> bool:
+        """Whether the store keeps its text and chunk list. A generation keeps its text exactly
+        as long as its chunk list: ingest writes both or neither, retention drops both
+        (`tests/storerows.consistency_problems` holds every test's store to it). So the narrow
+        chunk list rows say it: `text IS NOT NULL` would read every generation's text, a third
+        of the history reads on the interleaved shards."""
         return self.chunk_row is not None
 
 
@@ -85,9 +82,8 @@ def read_histories(connection: duckdb.DuckDBPyConnection, times: dict[str, list[
     for key, generations in outlines.items():
         for n in near([generation.fetched_at for generation in generations], times[key]):
             outline = generations[n]
-            if outline.has_text:
+            if outline.retained:
                 near_texts[key, outline.generation] = outline.row
-            if outline.chunk_row is not None:
                 near_lists[key, outline.generation] = outline.chunk_row
     texts = {(key, generation): text for key, generation, text in _rows_at(
         connection, "generations", "encode(text)", near_texts) if text is not None}
@@ -102,9 +98,9 @@ def read_histories(connection: duckdb.DuckDBPyConnection, times: dict[str, list[
     for key, generations in outlines.items():
         stored, unread = [], set()
         for row in generations:
-            text = texts.get((key, row.generation)) if row.has_text else None
-            chunks = lists.get((key, row.generation)) if row.has_chunks else None
-            if (row.has_text and text is None) or (row.has_chunks and chunks is None):
+            text = texts.get((key, row.generation)) if row.retained else None
+            chunks = lists.get((key, row.generation)) if row.retained else None
+            if row.retained and (text is None or chunks is None):
                 unread.add(row.digest)
             stored.append(StoredGeneration(row.generation, row.fetched_at, row.digest, row.length,
                                            row.chunk_count, row.first_run, text, chunks, row.previous))

@@ -155,7 +155,9 @@ class PageOutcome:
     fetches: list[FetchesRow] = field(default_factory=list)
     removed_generations: list[int] = field(default_factory=list)  # with their chunk lists
     removed_changes: list[int] = field(default_factory=list)  # with their words
-    words: list[EditWords] = field(default_factory=list)  # of the new change rows (`change_words`)
+    # The words of the new change rows (`change_words`), while the page is built: `build_pages`
+    # moves them into `word_tables`.
+    words: list[EditWords] = field(default_factory=list)
     # The words of every page one `build_pages` call built, as the writer appends them (rows
     # and index rows), on the first of its outcomes that has words (None on the others): one
     # pair of tables for the call, built where the pages are (a worker process); tables for
@@ -400,6 +402,8 @@ def build_pages(pages: list[PageWork], params: ChunkParams) -> list[PageOutcome]
     with_words = [outcome for outcome in outcomes if outcome.words]
     if with_words:
         with_words[0].word_tables = word_tables([row for outcome in with_words for row in outcome.words])
+        for outcome in with_words:  # carried back to the writer once, in the tables
+            outcome.words = []
     return outcomes
 
 
