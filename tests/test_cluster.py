@@ -93,6 +93,22 @@ def test_a_cluster_ingest_writes_what_a_single_process_ingest_writes(client, tmp
     assert rows(fewer.path) == expected
 
 
+def test_a_cluster_run_writes_no_text_its_end_would_trim(client, tmp_path, shards):
+    """A page's records all meet in one partition, so a text the run's end would trim (the
+    split page's six versions: all but the newest three) is neither shipped to the writer
+    nor written: the run leaves no dead bytes, and the store of the single-process ingest."""
+    single = tmp_path / "single.duckdb"
+    assert main(["--db", str(single), "ingest", "--processes", "1", "--quiet", *map(str, shards)]) == EXIT_OK
+    store = Store(tmp_path / "cluster.duckdb")
+    cluster_ingest(client, [str(s) for s in shards], store, partitions=3)
+    assert_same_rows(store.path, single)
+    with duckdb.connect(str(store.path), read_only=True) as connection:
+        assert store.trimmed_bytes(connection) == 0
+        (texts,) = connection.execute("""SELECT count(text) FROM generations JOIN pages USING (natural_key)
+                                         WHERE url = ?""", [SPLIT_PAGE]).fetchone()
+    assert texts == 3
+
+
 def test_the_default_partitions_keep_every_worker_busy_to_the_end(client, tmp_path, shards):
     """Two a worker at least, so the writer loads one while the next is compared, and as
     many on each worker, so that none idles while another finishes its last (three on two

@@ -235,6 +235,9 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str | No
         # to it, at the end of the run if the partitions end together.
         store.create()
         run = store.start_run(label, list(files))
+        # The texts the run's end would trim are left out where they are built, unless the
+        # lake keeps every text (`cdc.ingest.lake`).
+        retained = None if on_write else store.retention().most_kept()
         # Each report runs before any shard its worker has not started, so progress follows
         # the reading.
         report_futures = {client.submit(shard_report, shard, pure=False, priority=1): number
@@ -253,7 +256,8 @@ def cluster_ingest(client, files: Sequence[str], store: Store, *, mode: str | No
         with store.write_lock():
             if to_claim is not None:
                 store.check_extraction_mode(to_claim)
-            pending = _submit_builds(client, store if stored else None, observed, reports, count, params, run)
+            pending = _submit_builds(client, store if stored else None, observed, reports, count, params, run,
+                                     retained)
             # Only the compare tasks are held from here: Dask frees each shard's observations
             # once the tasks that use them have run, and still recomputes any a dead worker
             # held while a compare task needs them.
@@ -346,9 +350,9 @@ def _add_report(summary: ClusterSummary, report: ShardReport) -> None:
 
 
 def _submit_builds(client, store: Store | None, observed: list, reports: list[ShardReport], count: int,
-                   params: ChunkParams, run: int) -> list:
+                   params: ChunkParams, run: int, retained: int | None = None) -> list:
     """One compare task per partition, given what the store holds of its pages (nothing, if
-    `store` is None: a new one).
+    `store` is None: a new one), and the texts to keep (`build_partition`'s `retained`).
 
     Each task is placed on the worker `_deal` gave its partition: left to itself, Dask puts
     a task where most of its input already is, which can stack every partition on one
@@ -382,7 +386,7 @@ def _submit_builds(client, store: Store | None, observed: list, reports: list[Sh
                                            {key: (states[key].last_checked, states[key].retention_class)
                                             for key in back})
         builds.append(client.submit(build_partition, picked, local, buckets, states, histories,
-                                    params, run, pure=False, **_preferring(worker)))
+                                    params, run, retained, pure=False, **_preferring(worker)))
     return builds
 
 

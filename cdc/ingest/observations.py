@@ -21,7 +21,7 @@ records, so ties between equal fetch times break the same way in both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -37,7 +37,7 @@ from cdc.core.urls import host_of
 from cdc.ingest.batches import Triaged, by_page, plan_pages, triage
 from cdc.ingest.ingester import INPUT_SHIFT, IngestSummary
 from cdc.ingest.tables import outcome_tables
-from cdc.ingest.versions import Pending, Prepared, StoredState, build_pages, content_of
+from cdc.ingest.versions import PageOutcome, Pending, Prepared, StoredState, build_pages, content_of
 from cdc.runtime.collector import collector_paused
 from cdc.sources.inputs import InputKind, open_crawl_input, run_mode
 from cdc.sources.jsonl import BadRecord
@@ -189,7 +189,7 @@ def partition_keys(picked: list[pa.Table], held: list[tuple[ShardReport, Observe
 @collector_paused
 def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observed]], buckets: list[int],
                     states: dict[str, PageState], histories: dict[str, PageHistory | StoredState],
-                    params: ChunkParams = DEFAULT_PARAMS, run: int = 0
+                    params: ChunkParams = DEFAULT_PARAMS, run: int = 0, retained: int | None = None
                     ) -> tuple[WriteBatch, IngestSummary, list[tuple[str, list[Triaged]]]]:
     """The rows one partition's pages add, from their observations and what the store holds
     of them (`states`, `histories`: `Store.page_states`, and `cdc.ingest.histories.read_histories`
@@ -199,6 +199,10 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
     The observations are the partition's rows picked out of other workers' shards
     (`picked`), and its `buckets` of the shards this worker holds (`held`), taken here: those
     need not be copied out before the task can start.
+
+    Given `retained` (the most generations any page keeps its text for), a new generation
+    with that many newer ones among its page's new generations comes without its text and
+    chunk list (`without_expired_texts`).
     """
     # In any order: each page's records are taken by fetch time, then place in the input.
     observations = pa.concat_tables([*picked, partition_table(held, buckets)] if held else picked)
@@ -216,4 +220,24 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
         if not outcome.incomplete:
             summary.add(outcome)
     again = [group for group, outcome in zip(groups, outcomes) if outcome.incomplete]
-    return outcome_tables([outcome for outcome in outcomes if not outcome.incomplete]), summary, again
+    built = [outcome for outcome in outcomes if not outcome.incomplete]
+    if retained is not None:
+        built = [without_expired_texts(outcome, retained) for outcome in built]
+    return outcome_tables(built), summary, again
+
+
+def without_expired_texts(outcome: PageOutcome, retained: int) -> PageOutcome:
+    """`outcome` with its new generations' texts and chunk lists left out where `retained`
+    newer generations of the page are among them: the run's end would trim them (`Store._trim`
+    keeps a page's newest, `retained` at most), so they are neither shipped nor written, and
+    leave no dead bytes for a compaction to rewrite. Only where every later fetch of the page
+    in the run is in this outcome, as in a partition of a cluster run (a page's records all
+    meet in one); a plain ingest's later batch may still need the text."""
+    newest = sorted((row.generation for row in outcome.generations), reverse=True)
+    if len(newest) <= retained:
+        return outcome
+    expired = set(newest[retained:])
+    return replace(outcome,
+                   generations=[row._replace(text=None) if row.generation in expired else row
+                                for row in outcome.generations],
+                   chunks=[row for row in outcome.chunks if row.generation not in expired])

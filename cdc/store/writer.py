@@ -51,6 +51,10 @@ class RetentionPolicy:
                 raise StoreError(
                     f"a retention limit must be a whole number of at least 1, got {name}={value!r}")
 
+    def most_kept(self) -> int:
+        """The most generations any page keeps its text for, whatever its class."""
+        return max([self.keep, *(keep for _, keep in self.classes)])
+
     def for_class(self, retention_class: str | None) -> int:
         return dict(self.classes).get(retention_class, self.keep) if retention_class else self.keep
 
