@@ -244,6 +244,23 @@ def test_a_reader_never_sees_half_a_history(tmp_path):
     assert len(seen) == len(records[::2]) // 2 and seen == [0] * len(seen)
 
 
+def test_a_run_writes_no_text_its_end_would_trim_after_its_last_batch(tmp_path):
+    """A history imported in one batch: the texts past the newest three are never written, so
+    the run leaves no dead bytes to compact, and the store is that of the same import in
+    batches of two records, whose earlier batches keep every text for the later ones (a
+    fetch may land next to any of them) until the run's end trims them."""
+    records = crawlgen.crawl(hosts=1, pages=2, versions=6)
+    whole, batched = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "batched.duckdb")
+    ingest(whole, records)
+    ingest(batched, records, batch_records=2)
+    assert rows(whole.path) == rows(batched.path)
+    with duckdb.connect(str(whole.path), read_only=True) as connection:
+        assert whole.trimmed_bytes(connection) == 0
+        assert connection.execute("SELECT count(text) FROM generations").fetchone() == (6,)
+    with duckdb.connect(str(batched.path), read_only=True) as connection:
+        assert batched.trimmed_bytes(connection) > 0
+
+
 @pytest.mark.parametrize("keep", [1, 3])
 def test_retention_keeps_the_newest_by_fetch_time_after_a_backfill(tmp_path, keep):
     store = Store(tmp_path / "cdc.duckdb")

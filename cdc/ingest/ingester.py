@@ -40,6 +40,7 @@ from cdc.ingest.versions import (
     Prepared,
     build_pages,
     content_of,
+    without_expired_texts,
 )
 from cdc.ingest.worktasks import Tasks
 from cdc.runtime.lifeline import follow_parent
@@ -336,6 +337,7 @@ class Ingester:
             # batch on the interleaved shards, growing with the histories read back).
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
+                retained = self.store.retention(connection).most_kept()
             parsed = {entry.pending.sequence: entry.parsed for entry in batch}
             if ahead is not None:  # extracted ahead: the tasks no worker has started are done here
                 ahead.tasks.take_back_all()
@@ -345,6 +347,10 @@ class Ingester:
             outcomes, following = self._build(pages, size, parsed, read_next)
             if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:
                 self._rebuild(pages, outcomes, again, parsed)
+            if following is None and self._own_run and self.on_write is None:
+                # The run's last batch: no later one can need a text its end would trim (a
+                # lake keeps every text; a caller's run, `cdc fetch`, has more batches).
+                outcomes = [without_expired_texts(outcome, retained) for outcome in outcomes]
             for outcome in outcomes:
                 self.summary.add(outcome)
             tables = outcome_tables(outcomes)

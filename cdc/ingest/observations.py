@@ -21,7 +21,7 @@ records, so ties between equal fetch times break the same way in both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -37,7 +37,7 @@ from cdc.core.urls import host_of
 from cdc.ingest.batches import Triaged, by_page, plan_pages, triage
 from cdc.ingest.ingester import INPUT_SHIFT, IngestSummary
 from cdc.ingest.tables import outcome_tables
-from cdc.ingest.versions import PageOutcome, Pending, Prepared, StoredState, build_pages, content_of
+from cdc.ingest.versions import Pending, Prepared, StoredState, build_pages, content_of, without_expired_texts
 from cdc.runtime.collector import collector_paused
 from cdc.sources.inputs import InputKind, open_crawl_input, run_mode
 from cdc.sources.jsonl import BadRecord
@@ -225,19 +225,3 @@ def build_partition(picked: list[pa.Table], held: list[tuple[ShardReport, Observ
         built = [without_expired_texts(outcome, retained) for outcome in built]
     return outcome_tables(built), summary, again
 
-
-def without_expired_texts(outcome: PageOutcome, retained: int) -> PageOutcome:
-    """`outcome` with its new generations' texts and chunk lists left out where `retained`
-    newer generations of the page are among them: the run's end would trim them (`Store._trim`
-    keeps a page's newest, `retained` at most), so they are neither shipped nor written, and
-    leave no dead bytes for a compaction to rewrite. Only where every later fetch of the page
-    in the run is in this outcome, as in a partition of a cluster run (a page's records all
-    meet in one); a plain ingest's later batch may still need the text."""
-    newest = sorted((row.generation for row in outcome.generations), reverse=True)
-    if len(newest) <= retained:
-        return outcome
-    expired = set(newest[retained:])
-    return replace(outcome,
-                   generations=[row._replace(text=None) if row.generation in expired else row
-                                for row in outcome.generations],
-                   chunks=[row for row in outcome.chunks if row.generation not in expired])

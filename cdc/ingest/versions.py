@@ -30,7 +30,7 @@ the same in the ingesting process, in a worker process, or on a cluster node. Th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -486,3 +486,20 @@ def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome
     outcome.page = PagesRow(key, url, work.host, work.retention_class, latest.generation, first_seen,
                             last_fetched=latest.fetched_at, last_checked=newest,
                             etag=None, last_modified=None)
+
+
+def without_expired_texts(outcome: PageOutcome, retained: int) -> PageOutcome:
+    """`outcome` with its new generations' texts and chunk lists left out where `retained`
+    newer generations of the page are among them: the run's end would trim them (`Store._trim`
+    keeps a page's newest, `retained` at most), so they are neither shipped nor written, and
+    leave no dead bytes for a compaction to rewrite. Only where no later build of the run can
+    need them: a partition of a cluster run (a page's records all meet in one), a plain
+    ingest's last batch (an earlier batch's text may be next to a later batch's fetch)."""
+    newest = sorted((row.generation for row in outcome.generations), reverse=True)
+    if len(newest) <= retained:
+        return outcome
+    expired = set(newest[retained:])
+    return replace(outcome,
+                   generations=[row._replace(text=None) if row.generation in expired else row
+                                for row in outcome.generations],
+                   chunks=[row for row in outcome.chunks if row.generation not in expired])
