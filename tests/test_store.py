@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
+import threading
+import time
 from collections import defaultdict
 
 import duckdb
@@ -335,3 +339,36 @@ def test_gzip_input_and_reading_from_a_file(tmp_path, store):
     path = crawlgen.write_jsonl(tmp_path / "crawl.jsonl", crawlgen.crawl(hosts=1, pages=2, versions=2))
     summary = Ingester(store).run(iter_records(str(path)))
     assert summary.new_generations == 4
+
+
+def test_threads_of_one_process_take_turns_as_processes_do(tmp_path):
+    """A reader in another thread waits while a writer's transaction is open, then sees its
+    commit; two readers read at once; and once both are done the file is free: another
+    process (here a new DuckDB database, as one would open it) opens it for writing. The
+    store is attached once per process, so a thread never holds a second handle on the file,
+    whose lock POSIX would neither enforce between the two nor keep once either closed."""
+    store = Store(tmp_path / "cdc.duckdb")
+    store.create()
+    in_write, seen, both_reading = threading.Event(), [], threading.Barrier(2, timeout=10)
+
+    def writer():
+        with store.writing() as connection:
+            connection.execute("INSERT INTO meta VALUES ('turns', 'written')")
+            in_write.set()
+            time.sleep(0.3)
+
+    def reader():
+        in_write.wait(10)
+        with store.reading() as connection:
+            seen.append(connection.execute("SELECT value FROM meta WHERE key = 'turns'").fetchall())
+            both_reading.wait()  # the other reader holds the file at the same time
+
+    threads = [threading.Thread(target=task) for task in (writer, reader, reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert seen == [[("written",)], [("written",)]]
+    other = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                            str(store.path)], capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0, other.stderr

@@ -4,10 +4,10 @@ lock, cdc's own write lock, and the file-level rewrites (`compact`, `erase`).
 **Readers and writers.** DuckDB lets one process at a time open a file for writing, and
 none may hold it open meanwhile, not even to read. So no connection lives long: a writer
 opens the file for one batch (one transaction) and closes it; a reader opens it read-only
-for one query and closes it (an attach to, and a detach from, an in-memory database each
-thread keeps: `_attached`). Each waits, with backoff, while another process holds a
-conflicting lock. The dashboard therefore sees every batch a running ingest commits, and
-the ingest never fails because someone is looking.
+for one query and closes it (an attach to, and a detach from, an in-memory database the
+process keeps: `_attached`). Each waits, with backoff, while another process (or another
+thread of this one) holds a conflicting lock. The dashboard therefore sees every batch a
+running ingest commits, and the ingest never fails because someone is looking.
 
 **A full disk.** DuckDB reports one as an I/O error, or as a fatal error when it strikes a
 checkpoint; either way the transaction is lost and the file stays as the last commit left
@@ -86,77 +86,155 @@ def _database_name(connection: duckdb.DuckDBPyConnection) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-# DuckDB's in-memory databases that store files are attached to, one per thread of a process
+# The in-memory DuckDB database that store files are attached to, one per process
 # (`_attached`). A new DuckDB database (what `duckdb.connect` makes) costs 15 ms, whatever the
 # file, and every read and batch paid one; attaching the file to one kept open costs about 2 ms
 # (a read of a small table of a 2.8 GB store: 21.8 -> 6.0 ms), and takes and releases the
-# file's lock as opening and closing it did. Per thread: threads never share one.
-_HOSTS = threading.local()
-STORE_ALIAS = "store"  # the name a store file is attached under, in its thread's database
-# What a reader runs with, and what a writer sets on top of it (`WRITER_SETTINGS`); between
-# uses, one thread, so a process forked meanwhile (ingest's workers) copies no DuckDB thread.
+# file's lock as opening and closing it did. One per process, each file attached once however
+# many threads read it: DuckDB's lock on a file is the process's (POSIX), which two handles in
+# one process would neither respect nor keep (closing one releases both), so threads take
+# turns here as processes do there: readers together, a writer alone.
+_SHARED = threading.Lock()  # guards `_state` and the shared database's own connection
+_state: dict = {"host": None, "files": {}, "attached": 0}  # files: path -> _Attachment
+_ALIAS = "store_{number}"  # a file's name in the shared database, numbered (never input)
+# What a reader runs with, and what a writer sets on top of it (`WRITER_SETTINGS`); with no
+# file attached, one thread, so a process forked meanwhile (ingest's workers) copies no
+# DuckDB thread.
 READER_SETTINGS = {**CONNECTION_CONFIG, "threads": os.cpu_count() or 1}
 WRITER_SETTINGS = {**READER_SETTINGS, **WRITER_CONFIG}
-IDLE_SETTINGS = {"threads": 1}
+IDLE_SETTINGS = {**CONNECTION_CONFIG, "threads": 1}
+
+
+_INHERITED: list[duckdb.DuckDBPyConnection] = []  # a forked process's copy of its parent's
+
+
+def _forget_in_child() -> None:
+    """A forked process starts with no shared database and the lock free (another thread may
+    have held it at the fork). Its copy of the parent's database is kept, never closed:
+    closing it would stop threads and free memory that are the parent's (a segfault)."""
+    global _SHARED
+    _SHARED = threading.Lock()
+    if _state["host"] is not None:
+        _INHERITED.append(_state["host"])
+    _state.update(host=None, files={})
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+class _Attachment:
+    """A file attached to the shared database: its name there, whether for writing, and how
+    many connections use it."""
+
+    def __init__(self, alias: str, write: bool):
+        self.alias, self.write, self.users = alias, write, 0
 
 
 def _host() -> duckdb.DuckDBPyConnection:
-    """This thread's in-memory database (a new one in a forked process, which must not use its
-    parent's)."""
-    host = getattr(_HOSTS, "connection", None)
-    if host is None or _HOSTS.pid != os.getpid():
-        host = duckdb.connect(":memory:", config={**CONNECTION_CONFIG, **IDLE_SETTINGS})
-        _HOSTS.connection, _HOSTS.pid = host, os.getpid()
-    return host
+    """The process's shared database, made on first use; called with `_SHARED` held."""
+    if _state["host"] is None:
+        _state.update(files={}, host=duckdb.connect(":memory:", config=IDLE_SETTINGS))
+    return _state["host"]
 
 
 def _apply(connection: duckdb.DuckDBPyConnection, settings: dict) -> None:
+    """`settings` set, and a writer's others back to DuckDB's defaults (for a reader)."""
+    for name in WRITER_SETTINGS.keys() - settings.keys():
+        connection.execute(f"RESET {name}")
     for name, value in settings.items():
         connection.execute(f"SET {name} = '{value}'")
 
 
 def _attached(path: Path, write: bool) -> duckdb.DuckDBPyConnection:
-    """A connection to the store at `path`, attached to this thread's database (read-only
-    unless `write`) and the default for its queries, with a reader's or writer's settings."""
-    host = _host()
-    _apply(host, WRITER_SETTINGS if write else READER_SETTINGS)
-    try:
-        host.execute(f"ATTACH ? AS {STORE_ALIAS} {'' if write else '(READ_ONLY)'}", [str(path)])
-    except BaseException:
+    """A connection to the store at `path` (its tables the default for its queries), attached
+    to the shared database read-only unless `write`, with a reader's or writer's settings.
+    While another thread of the process writes the file, or reads it and this one would
+    write, raises the lock conflict another process's lock raises, to be waited out the same
+    way."""
+    key = str(path.resolve())
+    with _SHARED:
+        host = _host()
+        files: dict[str, _Attachment] = _state["files"]
+        attachment = files.get(key)
+        if attachment is not None and (write or attachment.write):
+            raise duckdb.IOException(f"Could not set lock on file {key}: in use by another thread")
+        if attachment is None:
+            if write or not files:  # a reader of another file keeps what it found
+                _apply(host, WRITER_SETTINGS if write else READER_SETTINGS)
+            _state["attached"] += 1
+            attachment = _Attachment(_ALIAS.format(number=_state["attached"]), write)
+            try:
+                host.execute(f"ATTACH ? AS {attachment.alias} {'' if write else '(READ_ONLY)'}", [key])
+            except BaseException:
+                _idle(host)
+                raise
+            files[key] = attachment
+        attachment.users += 1
         try:
-            _apply(host, IDLE_SETTINGS)
-        except duckdb.Error:  # invalidated: the next use makes a new one
-            _drop_host()
-        raise
-    connection = host.cursor()
-    connection.execute(f"USE {STORE_ALIAS}")
+            connection = host.cursor()
+            connection.execute(f"USE {attachment.alias}")
+        except BaseException:
+            _release(key)
+            raise
     return connection
 
 
-def _detach(connection: duckdb.DuckDBPyConnection, quietly: bool = False) -> None:
+def _detach(connection: duckdb.DuckDBPyConnection, path: Path, quietly: bool = False) -> None:
     """Close `connection` (its transaction, its temporary tables and registrations go with
-    it) and detach every file from its thread's database: the store's (a writer's is
-    checkpointed, as a closed one was) and any a caller attached. Where that fails (DuckDB
-    invalidated the database: a full disk at a checkpoint), the database is dropped for a
-    new one, which lets go of every file too; the error is raised unless `quietly`."""
-    host = _HOSTS.connection
+    it), and detach the file once no connection uses it (a writer's is checkpointed, as a
+    closed one was). Where that fails (DuckDB invalidated the database: a full disk at a
+    checkpoint), the shared database is dropped for a new one, which lets go of every file
+    too; the error is raised unless `quietly`."""
+    failed: BaseException | None = None
     try:
         connection.close()
+    except duckdb.Error as exc:
+        failed = exc
+    with _SHARED:
+        try:
+            _release(str(path.resolve()))
+        except duckdb.Error as exc:
+            failed = failed or exc
+            _drop_host()
+    if failed is not None and not quietly:
+        raise failed
+
+
+def _release(key: str) -> None:
+    """One connection fewer on the file `key`: detached with the last (with `_SHARED` held),
+    and with any database a caller attached beside it (`compact`'s copy)."""
+    files: dict[str, _Attachment] = _state["files"]
+    attachment = files[key]
+    attachment.users -= 1
+    if attachment.users:
+        return
+    del files[key]
+    host = _state["host"]
+    host.execute(f"DETACH {attachment.alias}")
+    if not files:
+        _idle(host)
+
+
+def _idle(host: duckdb.DuckDBPyConnection) -> None:
+    """With no file attached: detach what a caller left attached, and run one thread."""
+    if _state["files"]:
+        return
+    try:
         for (name,) in host.execute("SELECT database_name FROM duckdb_databases() "
                                     "WHERE NOT internal AND database_name <> 'memory'").fetchall():
             host.execute(f'DETACH "{name}"')
         _apply(host, IDLE_SETTINGS)
-    except BaseException:
+    except duckdb.Error:  # invalidated: the next use makes a new one
         _drop_host()
-        if not quietly:
-            raise
 
 
 def _drop_host() -> None:
-    """Forget this thread's database (the next use makes a new one), and close it."""
-    host, _HOSTS.connection = _HOSTS.connection, None
-    with suppress(duckdb.Error):  # an invalidated database may fail even to close
-        host.close()
+    """Forget the shared database (the next use makes a new one), and close it."""
+    host = _state["host"]
+    _state.update(host=None, files={})
+    if host is not None:
+        with suppress(duckdb.Error):  # an invalidated database may fail even to close
+            host.close()
 
 
 class Connections:
@@ -200,11 +278,11 @@ class Connections:
         try:
             yield connection
         except BaseException as exc:
-            _detach(connection, quietly=True)  # the error said first is the one raised
+            _detach(connection, self.path, quietly=True)  # the error said first is raised
             if isinstance(exc, (duckdb.Error, OSError)) and _out_of_space(exc):
                 raise disk_full_error(self.path) from exc
             raise
-        _detach(connection)
+        _detach(connection, self.path)
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
