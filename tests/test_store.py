@@ -372,3 +372,20 @@ def test_threads_of_one_process_take_turns_as_processes_do(tmp_path):
     other = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
                             str(store.path)], capture_output=True, text=True, timeout=60)
     assert other.returncode == 0, other.stderr
+
+
+def test_two_stores_open_at_once_each_read_their_own_tables(tmp_path):
+    """Both files attached to the process's one database: each connection's queries read its
+    own file's tables, and so does a writer's check of what a file is (another store's
+    tables beside an empty DuckDB file do not make it a store already)."""
+    first, second = Store(tmp_path / "first.duckdb"), Store(tmp_path / "second.duckdb")
+    for store, value in ((first, "one"), (second, "two")):
+        with store.writing() as connection:
+            connection.execute("INSERT INTO meta VALUES ('which', ?)", [value])
+    empty = Store(tmp_path / "empty.duckdb")
+    duckdb.connect(str(empty.path)).close()  # a DuckDB file of no tables, made elsewhere
+    with first.reading() as a, second.reading() as b:
+        assert a.execute("SELECT value FROM meta WHERE key = 'which'").fetchall() == [("one",)]
+        assert b.execute("SELECT value FROM meta WHERE key = 'which'").fetchall() == [("two",)]
+        with empty.writing() as connection:  # made a store, as it would be alone
+            assert connection.execute("SELECT count(*) FROM pages").fetchall() == [(0,)]

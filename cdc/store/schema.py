@@ -325,7 +325,8 @@ class Schema:
 
     def _ensure_schema(self, connection: duckdb.DuckDBPyConnection) -> None:
         tables = {row[0] for row in connection.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_catalog = current_database()").fetchall()}  # not another file's attached beside
         if "meta" not in tables:
             if tables:
                 raise StoreError(f"{self.path} is a DuckDB file but not a cdc store; give another path")
