@@ -134,8 +134,7 @@ class _Attachment:
 def _host() -> duckdb.DuckDBPyConnection:
     """The process's shared database, made on first use; called with `_SHARED` held."""
     if _state["host"] is None:
-        _state.update(files={}, values=dict(IDLE_SETTINGS),
-                      host=duckdb.connect(":memory:", config=IDLE_SETTINGS))
+        _state.update(values=dict(IDLE_SETTINGS), host=duckdb.connect(":memory:", config=IDLE_SETTINGS))
     return _state["host"]
 
 
@@ -151,13 +150,13 @@ def _apply(connection: duckdb.DuckDBPyConnection, settings: dict) -> None:
             current[name] = wanted
 
 
-def _attached(path: Path, write: bool) -> duckdb.DuckDBPyConnection:
-    """A connection to the store at `path` (its tables the default for its queries), attached
+def _attached(key: str, write: bool) -> duckdb.DuckDBPyConnection:
+    """A connection to the store at `key` (its resolved path; its tables the default for its
+    queries), attached
     to the shared database read-only unless `write`, with a reader's or writer's settings.
     While another thread of the process writes the file, or reads it and this one would
     write, raises the lock conflict another process's lock raises, to be waited out the same
     way."""
-    key = str(path.resolve())
     with _SHARED:
         host = _host()
         files: dict[str, _Attachment] = _state["files"]
@@ -185,7 +184,7 @@ def _attached(path: Path, write: bool) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def _detach(connection: duckdb.DuckDBPyConnection, path: Path, quietly: bool = False) -> None:
+def _detach(connection: duckdb.DuckDBPyConnection, key: str, quietly: bool = False) -> None:
     """Close `connection` (its transaction, its temporary tables and registrations go with
     it), and detach the file once no connection uses it (a writer's is checkpointed, as a
     closed one was). Where that fails (DuckDB invalidated the database: a full disk at a
@@ -198,7 +197,7 @@ def _detach(connection: duckdb.DuckDBPyConnection, path: Path, quietly: bool = F
         failed = exc
     with _SHARED:
         try:
-            _release(str(path.resolve()))
+            _release(key)
         except duckdb.Error as exc:
             failed = failed or exc
             _drop_host()
@@ -207,8 +206,7 @@ def _detach(connection: duckdb.DuckDBPyConnection, path: Path, quietly: bool = F
 
 
 def _release(key: str) -> None:
-    """One connection fewer on the file `key`: detached with the last (with `_SHARED` held),
-    and with any database a caller attached beside it (`compact`'s copy)."""
+    """One connection fewer on the file `key`: detached with the last (with `_SHARED` held)."""
     files: dict[str, _Attachment] = _state["files"]
     attachment = files[key]
     attachment.users -= 1
@@ -222,13 +220,10 @@ def _release(key: str) -> None:
 
 
 def _idle(host: duckdb.DuckDBPyConnection) -> None:
-    """With no file attached: detach what a caller left attached, and run one thread."""
+    """With no file attached: run one thread."""
     if _state["files"]:
         return
     try:
-        for (name,) in host.execute("SELECT database_name FROM duckdb_databases() "
-                                    "WHERE NOT internal AND database_name <> 'memory'").fetchall():
-            host.execute(f'DETACH "{name}"')
         # One thread, set whatever was in effect (a connection may have set its own: the run's
         # end takes every core); the other settings stay for the next connection.
         host.execute(f"SET threads = {IDLE_SETTINGS['threads']}")
@@ -261,11 +256,12 @@ class Connections:
             raise StoreNotFoundError(f"no store at {self.path}; build one with `cdc ingest FILE`")
         if write:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        key = str(self.path.resolve())  # the file, however the path names it
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         while True:
             try:
-                connection = _attached(self.path, write)
+                connection = _attached(key, write)
                 break
             except duckdb.IOException as exc:
                 if _out_of_space(exc):
@@ -287,11 +283,11 @@ class Connections:
         try:
             yield connection
         except BaseException as exc:
-            _detach(connection, self.path, quietly=True)  # the error said first is raised
+            _detach(connection, key, quietly=True)  # the error said first is raised
             if isinstance(exc, (duckdb.Error, OSError)) and _out_of_space(exc):
                 raise disk_full_error(self.path) from exc
             raise
-        _detach(connection, self.path)
+        _detach(connection, key)
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
@@ -398,10 +394,13 @@ class Connections:
                 with self._connect(write=True) as connection:
                     connection.execute("CHECKPOINT")
                     connection.execute("ATTACH ? AS fresh", [str(fresh)])
-                    connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
-                    # The copy holds live rows only: no trimmed text is left in it.
-                    connection.execute("DELETE FROM fresh.meta WHERE key = ?", [DEAD_TEXT])
-                    connection.execute("DETACH fresh")
+                    try:
+                        connection.execute(f"COPY FROM DATABASE {_database_name(connection)} TO fresh")
+                        # The copy holds live rows only: no trimmed text is left in it.
+                        connection.execute("DELETE FROM fresh.meta WHERE key = ?", [DEAD_TEXT])
+                    finally:  # the process's database outlives this connection: it lets go here
+                        with suppress(duckdb.Error):  # a database a fatal error invalidated
+                            connection.execute("DETACH DATABASE IF EXISTS fresh")
             except BaseException:  # a full disk, say: the half-written copy would only fill it more
                 for leftover in (fresh, fresh.with_name(fresh.name + ".wal")):
                     leftover.unlink(missing_ok=True)
