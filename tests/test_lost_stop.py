@@ -28,6 +28,9 @@ from tests import textgen
 def command_signals():
     """The signal handling of a command (`stop_on_sigterm`), put back afterwards."""
     saved = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sys.unraisablehook
+    # As a new `cdc` process starts: Python's own Ctrl-C handler, whatever a test before this
+    # one in the worker left (the SIGINT case failed once, after such a test).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stop_on_sigterm()
     yield
     signal.signal(signal.SIGTERM, saved[0])
