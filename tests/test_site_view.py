@@ -321,3 +321,29 @@ def test_on_two_crawls_every_other_view_shows_the_crawls(docs, monkeypatch, view
         assert "Verdict" in metrics(app)
     if view == "views/boilerplate.py":
         assert any(frame.value.shape[0] > 0 for frame in app.dataframe)  # the docs' navigation
+
+
+def test_on_two_crawls_a_page_s_own_edit_beside_the_banner_is_what_its_change_says(docs):
+    """Every page given an edit of its own got the banner too: its change is measured on its
+    own text (`own_edits`, the host's template left out), so its excerpt is its own edit, not
+    the banner that every page gained."""
+    path, manifest = docs
+    store = Store(path)
+    banner_start = " ".join(BANNER.split()[:6])
+    assert manifest.edits() and all(page.banner for page in manifest.edits())
+    missed = []
+    for page in manifest.edits():
+        change = store.history(canonical_url(page.url))[-1]
+        assert change.measure == "own_edits" and change.template_only is False, (page.url, change)
+        assert banner_start not in change.excerpt, (page.url, page.kind, change.excerpt)
+        if page.kind == sitecrawl.NUMBER:  # "80), → 85),": the words around the number
+            before, _, after = change.excerpt.partition(" → ")
+            shown = page.old_number in before and page.new_number in after
+        else:  # inserted, deleted or moved: the paragraph's own words
+            shown = len(set(page.paragraph.split()) & set(change.excerpt.split())) >= 3
+        if not shown:
+            missed.append((page.url, page.kind, change.excerpt))
+    # Where the extraction cut the lines around an inserted paragraph otherwise (a list that
+    # became lines of text), the page's first edit of its own begins before the paragraph, and
+    # the excerpt's 120 characters of it can end before the paragraph does: one page of ten.
+    assert len(missed) <= len(manifest.edits()) // 10, missed

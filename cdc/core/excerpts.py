@@ -1,12 +1,19 @@
 """Excerpts: a stretch of a page's text (UTF-8 bytes) as one short line.
 
 The one way every part of cdc cuts text for a reader: the stored change excerpt
-(`cdc.ingest.versions.excerpt`), the edits `cdc diff` and `cdc compare` print, the chunk
+(`change_excerpt`), the edits `cdc diff` and `cdc compare` print, the chunk
 texts in the figures' hover labels, and the messages of bad records. Whitespace is folded
 to single spaces, so a line break or a run of blanks in the page never breaks a list's row.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cdc.core.compare import ChangeReport
+
+EXCERPT_CHARS = 200  # of a change row's excerpt
 
 
 def char_start(text: bytes, offset: int) -> int:
@@ -41,3 +48,21 @@ def first_chars(text: bytes, offset: int, end: int, limit: int) -> str:
     stop = char_start(text, min(end, start + 4 * limit + 4))  # enough bytes for `limit` characters
     line = region_line(text, start, stop - start, stop - start)
     return line[:limit] + ("…" if len(line) > limit else "")
+
+
+def change_excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
+    """A short line saying what changed first (the first three edits of `report`, between the
+    texts `old` and `new`), for lists and CSV exports: a change row's `excerpt`."""
+    if report is None:
+        return region_line(new, 0, EXCERPT_CHARS * 2, EXCERPT_CHARS * 2)[:EXCERPT_CHARS]
+    parts = []
+    for edit in report.edits[:3]:
+        before = region_line(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
+        after = region_line(new, edit.new_offset, edit.new_length)
+        parts.append({"insert": f"+ {after}", "delete": f"- {before}", "move": f"> {after}"}.get(
+            edit.kind, f"{before} → {after}"))
+    if not parts and report.changed_regions:
+        offset, length = report.changed_regions[0]
+        parts.append("+ " + region_line(new, offset, length))
+    text = " | ".join(parts)
+    return shortened(text, EXCERPT_CHARS)

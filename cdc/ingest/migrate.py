@@ -27,9 +27,9 @@ from cdc.core.compare import compare
 from cdc.core.editwords import edit_words
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.spec import spec_for
-from cdc.ingest.versions import EDITS, change_row
+from cdc.ingest.versions import change_row
 from cdc.store import Store
-from cdc.store.rows import ChangesRow, ChangeWordsRow, ChunkListsRow, arrow_table
+from cdc.store.rows import EDITS, ChangesRow, ChangeWordsRow, ChunkListsRow, arrow_table
 
 PAGES_PER_STEP = 1_000  # pages read, re-chunked and written at a time (bounds memory)
 

@@ -39,13 +39,16 @@ from cdc.core.chunking import Chunk, chunk_many
 from cdc.core.chunks import Chunks, chunks_from_lengths, stored_columns
 from cdc.core.compare import ChangeReport, compare
 from cdc.core.editwords import EditWords, edit_words
-from cdc.core.excerpts import region_line, shortened
+from cdc.core.excerpts import change_excerpt
 from cdc.core.gear import ChunkParams
 from cdc.core.normalize import content_digest, content_for_chunking
 from cdc.core.verdicts import NEW, UNMEASURED
 from cdc.runtime.collector import collector_paused
 from cdc.sources.jsonl import BadRecord, RawLine
 from cdc.store.rows import (
+    CHUNKS,
+    DIGESTS,
+    EDITS,
     ChangesRow,
     ChunkListsRow,
     FetchesRow,
@@ -58,8 +61,6 @@ from cdc.store.wordindex import WordTables, word_tables
 if TYPE_CHECKING:
     from cdc.sources.warc import RawPage
 
-EDITS, CHUNKS, DIGESTS = "edits", "chunks", "digests"  # how a change row was measured
-EXCERPT_CHARS = 200
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A record's content already normalised, digested and chunked: the observations a
@@ -190,23 +191,6 @@ def content_of(payload: dict | RawLine | RawPage | Prepared) -> bytes | BadRecor
             return parsed
         payload = parsed.record
     return content_for_chunking(payload)
-
-
-def excerpt(report: ChangeReport | None, old: bytes, new: bytes) -> str:
-    """A short line saying what changed first, for lists and CSV exports."""
-    if report is None:
-        return region_line(new, 0, EXCERPT_CHARS * 2, EXCERPT_CHARS * 2)[:EXCERPT_CHARS]
-    parts = []
-    for edit in report.edits[:3]:
-        before = region_line(old, edit.old_offset, edit.old_length, 60)  # leave room for the new text
-        after = region_line(new, edit.new_offset, edit.new_length)
-        parts.append({"insert": f"+ {after}", "delete": f"- {before}", "move": f"> {after}"}.get(
-            edit.kind, f"{before} → {after}"))
-    if not parts and report.changed_regions:
-        offset, length = report.changed_regions[0]
-        parts.append("+ " + region_line(new, offset, length))
-    text = " | ".join(parts)
-    return shortened(text, EXCERPT_CHARS)
 
 
 @dataclass
@@ -426,7 +410,7 @@ def change_row(key: str, generation: int, previous: int | None, fetched_at: date
         bytes_removed=report.bytes_removed if report else 0,
         regions=len(report.changed_regions) + len(report.removed_regions) if report else 0,
         verdict=report.verdict if report else NEW,
-        excerpt=excerpt(report, old_text or b"", content),
+        excerpt=change_excerpt(report, old_text or b"", content),
         measure=measure,
     )
 

@@ -53,7 +53,7 @@ class GenerationInfo:
     bytes_added: int | None
     bytes_removed: int | None
     excerpt: str | None
-    measure: str | None = None  # edits, chunks, or digests (the previous text was gone)
+    measure: str | None = None  # edits, chunks, digests (the previous text was gone) or own_edits
     content_digest: bytes = b""
 
 
@@ -82,7 +82,7 @@ class ChangeRow:
     bytes_removed: int | None
     regions: int | None
     excerpt: str | None
-    measure: str | None  # edits, chunks, or digests: the previous text was no longer retained
+    measure: str | None  # edits, chunks, digests (the previous text was gone) or own_edits
     # Every changed chunk is the host's template (a template change), as stored at the last
     # run's end (`cdc.store.templates`); None for a first sighting, or where either
     # generation's chunk list is no longer retained.

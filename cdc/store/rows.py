@@ -92,6 +92,13 @@ class ChunkListsRow(NamedTuple):
     lengths: Int32List
 
 
+# How a change row was measured (`changes.measure`): with the exact edits of its two texts;
+# by its chunks alone; by its digests alone (the previous text was gone); or, at a run's end,
+# with the exact edits of the page's own text, its host's template left out (a change of
+# both: `cdc.store.templates`).
+EDITS, CHUNKS, DIGESTS, OWN_EDITS = "edits", "chunks", "digests", "own_edits"
+
+
 class ChangesRow(NamedTuple):
     """A `changes` row as ingest measures it (`cdc.ingest.versions.change_row`); a run's end
     adds its `TemplateFlags`."""
@@ -108,7 +115,18 @@ class ChangesRow(NamedTuple):
     regions: Int32 | None
     verdict: String
     excerpt: String | None
-    measure: String | None  # edits, chunks or digests
+    measure: String | None  # edits, chunks, digests or own_edits
+
+
+# A change row's measures: what `changes` says of how much and how it changed, beside the
+# page, generations and time it is of. Written by ingest, and again by a migration's new
+# chunks (`Writer.replace_chunks`) and a run's end's own measure (`cdc.store.templates`).
+CHANGE_MEASURES = ChangesRow._fields[4:]
+MEASURES_SET = ", ".join(f"{name} = m.{name}" for name in CHANGE_MEASURES)  # an UPDATE from `m`
+# A change row's measures taken again at a run's end: of the page's own text where the change
+# was of its host's template and of its own blocks (`cdc.store.templates`).
+Remeasured = NamedTuple("Remeasured", [(name, ChangesRow.__annotations__[name])
+                                       for name in ("natural_key", "generation", *CHANGE_MEASURES)])
 
 
 class TemplateFlags(NamedTuple):

@@ -22,7 +22,7 @@ Tables (all times UTC):
   seed's schema. The store's own queries read `chunk_lists`.
 - `changes`: one row per generation, kept for good (it holds no content beyond a short
   excerpt): the measures of the change from the previous generation, its verdict, and how it
-  was measured (`measure`: edits, chunks, or digests when the previous text was gone), and
+  was measured (`measure`: edits, chunks, or digests when the previous text was gone; own_edits), and
   whether it is template-only (`template_only`) and which edit of the template it makes
   (`template_edit`), both kept by `cdc.store.templates`.
 - `host_templates`: one row per digest of a host's template (the boilerplate rule over every

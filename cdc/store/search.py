@@ -220,8 +220,9 @@ class Search:
             connection.execute("DROP TABLE replaced_words")
 
     def fill_change_words(self, connection: duckdb.DuckDBPyConnection) -> int:
-        """The words of every change measured with exact edits whose two texts and chunk lists
-        are still retained, and that has none yet (a store made before words were kept),
+        """The words of every change measured with exact edits (of the whole texts, or of the
+        page's own, `own_edits`: its words are the whole texts' all the same) whose two texts
+        and chunk lists are still retained, and that has none yet (a store made before words were kept),
         computed as ingest computes them; returns the rows written. The rest (a previous text
         trimmed by retention) cannot be searched: their edits are not known any more."""
         from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
@@ -234,7 +235,7 @@ class Search:
             FROM changes c
             JOIN generations g ON g.natural_key = c.natural_key AND g.generation = c.generation
             JOIN generations o ON o.natural_key = c.natural_key AND o.generation = c.previous_generation
-            WHERE c.measure = 'edits' AND g.text IS NOT NULL AND o.text IS NOT NULL
+            WHERE c.measure IN ('edits', 'own_edits') AND g.text IS NOT NULL AND o.text IS NOT NULL
               AND NOT EXISTS (SELECT 1 FROM change_words w
                               WHERE w.natural_key = c.natural_key AND w.generation = c.generation)
             ORDER BY c.natural_key, c.generation""").fetchall()

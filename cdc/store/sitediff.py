@@ -158,7 +158,7 @@ class ChangedPage:
     unchanged_ratio: float | None
     retained_ratio: float | None
     excerpt: str | None
-    measure: str | None  # edits, chunks, or digests
+    measure: str | None  # edits, chunks, digests or own_edits (`cdc.store.rows`)
     label: str | None = None  # the change's annotation (`cdc annotate`); None: not judged
 
     @property

@@ -38,9 +38,12 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from cdc.core.chunks import DIGEST_SIZE
+from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
+from cdc.core.compare import compare
+from cdc.core.excerpts import change_excerpt
 from cdc.store.layout import _digests_of, digest_rows
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
+from cdc.store.rows import EDITS, MEASURES_SET, OWN_EDITS, Remeasured, arrow_table
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
 # latest generations), and on at least this many of them (`cdc.analyst.boilerplate`).
@@ -84,7 +87,7 @@ HOSTS_DIGESTS_VIEW = ("CREATE OR REPLACE TEMP VIEW host_digests AS "
                       f"SELECT * FROM {_digests_of('SELECT * FROM host_lists', in_order=True)}")
 # The change rows of the pages whose flags are counted again, as they are before the refresh.
 STALE_CHANGES = """
-    SELECT natural_key, generation, previous_generation, template_only, template_edit
+    SELECT natural_key, generation, previous_generation, template_only, template_edit, measure
     FROM changes WHERE natural_key IN ({keys})"""
 
 
@@ -180,9 +183,10 @@ FRESH_FLAGS = f"""
     held AS (SELECT natural_key, generation FROM host_lists
              WHERE natural_key IN (SELECT natural_key FROM stale_changes)),
     flags AS (
-        SELECT x.natural_key, x.generation, e.edit, x.template_edit AS kept_edit,
+        SELECT x.natural_key, x.generation, e.edit, x.template_edit AS kept_edit, x.recount,
                x.recount AND k.template_changed AND k.own_gained = 1 AND k.own_lost = 1
                    AND k.own_changed = 2 AS one_own_block,
+               coalesce(x.recount AND k.template_changed, FALSE) AS template_changed,
                CASE WHEN x.recount THEN CASE WHEN n.chunks IS NOT NULL AND o.chunks IS NOT NULL
                                              THEN n.chunks <> o.chunks AND n.rest = o.rest END
                     WHEN hn.generation IS NOT NULL AND ho.generation IS NOT NULL THEN x.template_only
@@ -197,7 +201,8 @@ FRESH_FLAGS = f"""
     )
     SELECT natural_key, generation, template_only,
            CASE WHEN template_only THEN coalesce(edit, kept_edit) END AS template_edit,
-           coalesce(template_only = FALSE AND one_own_block, FALSE) AS line_end_check, edit
+           coalesce(template_only = FALSE AND one_own_block, FALSE) AS line_end_check, edit,
+           recount, template_changed
     FROM flags
 """
 
@@ -237,17 +242,8 @@ def _settle_line_ends(connection: duckdb.DuckDBPyConnection) -> None:
     rows = connection.execute(LINE_END_CHECK).fetchall()
     if not rows:
         return
-    wanted: dict[str, set[int]] = {}
-    for key, generation, previous, _ in rows:
-        wanted.setdefault(key, set()).update((generation, previous))
-    lists = {(key, generation): (digests, lengths) for key, generation, digests, lengths
-             in _by_key_pairs(connection, _CHECKED_LISTS, wanted)}
-    texts = {(key, generation): (text, *lists[key, generation]) for key, generation, text
-             in _by_key_pairs(connection, _CHECKED_TEXTS, wanted)
-             if text is not None and (key, generation) in lists}
-    templates: dict[str, set[bytes]] = {}
-    for host, digest in connection.execute(_CHECKED_TEMPLATES, [sorted({row[3] for row in rows})]).fetchall():
-        templates.setdefault(host, set()).add(digest)
+    texts = _texts_and_lists(connection, rows)
+    templates = _templates_of(connection, {row[3] for row in rows})
     same = [(key, generation) for key, generation, previous, host in rows
             if (key, generation) in texts and (key, previous) in texts
             and _own_words(*texts[key, generation], templates.get(host, set()))
@@ -261,6 +257,90 @@ def _settle_line_ends(connection: duckdb.DuckDBPyConnection) -> None:
                 UPDATE fresh_flags SET template_only = TRUE, template_edit = edit
                 FROM same_words w
                 WHERE fresh_flags.natural_key = w.natural_key AND fresh_flags.generation = w.generation""")
+
+
+# The rows `_measure_own` measures again: a row counted again that changed its host's
+# template and is not template-only (so the page's own blocks changed too, or moved), and a
+# row measured so before that no longer is one (a digest left the template), measured again
+# whole.
+OWN_MEASURE_ROWS = """
+    SELECT f.natural_key, f.generation, s.previous_generation, p.host,
+           f.template_changed AND f.template_only IS FALSE AS own
+    FROM fresh_flags f JOIN stale_changes s USING (natural_key, generation)
+    JOIN host_pages p USING (natural_key)
+    WHERE (f.template_changed AND f.template_only IS FALSE) OR (f.recount AND s.measure = ?)
+    ORDER BY 1, 2"""
+_REMEASURED = f"""
+    UPDATE changes SET {MEASURES_SET}
+    FROM remeasured m
+    WHERE changes.natural_key = m.natural_key AND changes.generation = m.generation
+      AND changes.natural_key IN ({{keys}})"""
+
+
+def _texts_and_lists(connection: duckdb.DuckDBPyConnection,
+                     rows: Sequence[tuple]) -> dict[tuple[str, int], tuple[str, bytes, list[int]]]:
+    """(text, digests, lengths) of both generations of each row (natural_key, generation,
+    previous_generation, ...), where both its text and its chunk list are retained."""
+    wanted: dict[str, set[int]] = {}
+    for key, generation, previous, *_ in rows:
+        wanted.setdefault(key, set()).update((generation, previous))
+    lists = {(key, generation): (digests, lengths) for key, generation, digests, lengths
+             in _by_key_pairs(connection, _CHECKED_LISTS, wanted)}
+    return {(key, generation): (text, *lists[key, generation]) for key, generation, text
+            in _by_key_pairs(connection, _CHECKED_TEXTS, wanted)
+            if text is not None and (key, generation) in lists}
+
+
+def _templates_of(connection: duckdb.DuckDBPyConnection, hosts: set[str]) -> dict[str, set[bytes]]:
+    templates: dict[str, set[bytes]] = {}
+    for host, digest in connection.execute(_CHECKED_TEMPLATES, [sorted(hosts)]).fetchall():
+        templates.setdefault(host, set()).add(digest)
+    return templates
+
+
+def _own_part(text: str, digests: bytes, lengths: Sequence[int], template: set[bytes]):
+    """A generation's text and chunks outside its host's template chunks, in order."""
+    data = text.encode("utf-8")
+    parts, kept, kept_lengths, at = [], [], [], 0
+    for index, length in enumerate(lengths):
+        digest = digests[DIGEST_SIZE * index:DIGEST_SIZE * (index + 1)]
+        if digest not in template:
+            parts.append(data[at:at + length])
+            kept.append(digest)
+            kept_lengths.append(length)
+        at += length
+    return b"".join(parts), chunks_from_lengths(b"".join(kept), kept_lengths)
+
+
+def _measure_own(connection: duckdb.DuckDBPyConnection) -> None:
+    """Measure again, with the exact edits of the page's own text (its host's template
+    chunks left out of both texts), each change row of its host's template and of the
+    page's own blocks (`OWN_MEASURE_ROWS`): its verdict, shares, bytes and excerpt then say what the
+    page's own text did, as the lists rank and label it. A site-wide banner added beside a
+    paragraph of the page's own read as that page's first edit and rewrite on a short page
+    (the docs crawls: every one of their 75 own changes' excerpts began with the banner).
+    Where either text is gone, the row keeps its measures."""
+    rows = connection.execute(OWN_MEASURE_ROWS, [OWN_EDITS]).fetchall()
+    if not rows:
+        return
+    texts = _texts_and_lists(connection, rows)
+    templates = _templates_of(connection, {host for *_, host, own in rows if own})
+    measured = []
+    for key, generation, previous, host, own in rows:
+        if (key, generation) not in texts or (key, previous) not in texts:
+            continue
+        template = templates.get(host, set()) if own else set()
+        old_text, old_chunks = _own_part(*texts[key, previous], template)
+        new_text, new_chunks = _own_part(*texts[key, generation], template)
+        report = compare(old_chunks, new_chunks, old_text=old_text, new_text=new_text)
+        measured.append(Remeasured(
+            key, generation, report.similarity, report.unchanged_ratio, report.retained_ratio,
+            report.bytes_added, report.bytes_removed,
+            len(report.changed_regions) + len(report.removed_regions), report.verdict,
+            change_excerpt(report, old_text, new_text), OWN_EDITS if own else EDITS))
+    if measured:
+        with _registered(connection, "remeasured", arrow_table(Remeasured, measured)):
+            _for_keys(connection, _REMEASURED, sorted({row.natural_key for row in measured}), "changes")
 
 
 def unflagged_pages(connection: duckdb.DuckDBPyConnection, besides: Sequence[str] = ()) -> list[str]:
@@ -350,6 +430,7 @@ class Templates:
             FROM new_flags f
             WHERE changes.natural_key = f.natural_key AND changes.generation = f.generation
               AND changes.natural_key IN ({keys})""", flagged, "changes")
+        _measure_own(connection)
         for table in ("touched_hosts", "host_pages", "host_lists", "host_size", "fresh_templates",
                       "template_moves", "moved_pages", "stale_changes", "fresh_flags", "new_flags"):
             connection.execute(f"DROP TABLE {table}")

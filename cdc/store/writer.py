@@ -30,6 +30,7 @@ from cdc.store.lookups import (
     _registered,
     _rows_at,
 )
+from cdc.store.rows import MEASURES_SET
 from cdc.store.wordindex import append_words, unindex_words
 
 DEFAULT_KEEP = 3
@@ -272,11 +273,8 @@ class Writer:
             """)
             connection.execute("UPDATE changes SET template_only = NULL, template_edit = NULL "
                                "WHERE natural_key IN (SELECT natural_key FROM migrated_keys)")
-            connection.execute("""
-                UPDATE changes SET similarity = m.similarity, unchanged_ratio = m.unchanged_ratio,
-                       retained_ratio = m.retained_ratio, bytes_added = m.bytes_added,
-                       bytes_removed = m.bytes_removed, regions = m.regions, verdict = m.verdict,
-                       excerpt = m.excerpt, measure = m.measure
+            connection.execute(f"""
+                UPDATE changes SET {MEASURES_SET}
                 FROM migrated_changes m
                 WHERE changes.natural_key = m.natural_key AND changes.generation = m.generation
             """)
