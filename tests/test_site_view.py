@@ -319,6 +319,9 @@ def test_on_two_crawls_every_other_view_shows_the_crawls(docs, monkeypatch, view
         assert picked == changed and edited <= picked
     if view == "views/compare.py":
         assert "Verdict" in metrics(app)
+        # Its first page, the largest change, changed its own text beside the new banner: the
+        # lists measure it on the page's own text, and Compare, which shows both whole, says so.
+        assert any("by the page's own text alone" in info.value for info in app.info), app.info
     if view == "views/boilerplate.py":
         assert any(frame.value.shape[0] > 0 for frame in app.dataframe)  # the docs' navigation
 
