@@ -55,6 +55,7 @@ from cdc.store.rows import (
     GenerationsRow,
     PageRunsRow,
     PagesRow,
+    report_measures,
 )
 from cdc.store.wordindex import WordTables, word_tables
 
@@ -401,18 +402,12 @@ def change_row(key: str, generation: int, previous: int | None, fetched_at: date
                           retained_ratio=None, bytes_added=None, bytes_removed=None, regions=None,
                           verdict=UNMEASURED, excerpt="", measure=DIGESTS)
     content = content or b""
-    return ChangesRow(
-        key, generation, previous, fetched_at,
-        similarity=report.similarity if report else None,
-        unchanged_ratio=report.unchanged_ratio if report else None,
-        retained_ratio=report.retained_ratio if report else None,
-        bytes_added=report.bytes_added if report else len(content),
-        bytes_removed=report.bytes_removed if report else 0,
-        regions=len(report.changed_regions) + len(report.removed_regions) if report else 0,
-        verdict=report.verdict if report else NEW,
-        excerpt=change_excerpt(report, old_text or b"", content),
-        measure=measure,
-    )
+    if report is None:  # a page's first generation
+        return ChangesRow(key, generation, previous, fetched_at, similarity=None, unchanged_ratio=None,
+                          retained_ratio=None, bytes_added=len(content), bytes_removed=0, regions=0,
+                          verdict=NEW, excerpt=change_excerpt(None, b"", content), measure=measure)
+    return ChangesRow(key, generation, previous, fetched_at,
+                      *report_measures(report, old_text or b"", content, measure))
 
 
 def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome) -> None:

@@ -152,8 +152,8 @@ def _apply(connection: duckdb.DuckDBPyConnection, settings: dict) -> None:
 
 def _attached(key: str, write: bool) -> duckdb.DuckDBPyConnection:
     """A connection to the store at `key` (its resolved path; its tables the default for its
-    queries), attached
-    to the shared database read-only unless `write`, with a reader's or writer's settings.
+    queries), attached to the shared database read-only unless `write`, with a reader's or
+    writer's settings.
     While another thread of the process writes the file, or reads it and this one would
     write, raises the lock conflict another process's lock raises, to be waited out the same
     way."""

@@ -26,6 +26,10 @@ from typing import Annotated, NamedTuple
 import pyarrow as pa
 
 from cdc.core.editwords import EditWords
+from cdc.core.excerpts import change_excerpt
+
+if typing.TYPE_CHECKING:
+    from cdc.core.compare import ChangeReport
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,17 @@ class ChangesRow(NamedTuple):
 # chunks (`Writer.replace_chunks`) and a run's end's own measure (`cdc.store.templates`).
 CHANGE_MEASURES = ChangesRow._fields[4:]
 MEASURES_SET = ", ".join(f"{name} = m.{name}" for name in CHANGE_MEASURES)  # an UPDATE from `m`
+
+
+def report_measures(report: ChangeReport, old: bytes, new: bytes, measure: str) -> tuple:
+    """A change row's measures (`CHANGE_MEASURES`, in order) from `report`, the comparison of
+    its texts `old` and `new`, measured as `measure` says: what ingest stores
+    (`cdc.ingest.versions.change_row`), and a run's end's own measure (`cdc.store.templates`)."""
+    return (report.similarity, report.unchanged_ratio, report.retained_ratio, report.bytes_added,
+            report.bytes_removed, len(report.changed_regions) + len(report.removed_regions),
+            report.verdict, change_excerpt(report, old, new), measure)
+
+
 # A change row's measures taken again at a run's end: of the page's own text where the change
 # was of its host's template and of its own blocks (`cdc.store.templates`).
 Remeasured = NamedTuple("Remeasured", [(name, ChangesRow.__annotations__[name])

@@ -38,12 +38,11 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
+from cdc.core.chunks import DIGEST_SIZE, Chunks, chunks_from_lengths
 from cdc.core.compare import compare
-from cdc.core.excerpts import change_excerpt
 from cdc.store.layout import _digests_of, digest_rows
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
-from cdc.store.rows import EDITS, MEASURES_SET, OWN_EDITS, Remeasured, arrow_table
+from cdc.store.rows import EDITS, MEASURES_SET, OWN_EDITS, Remeasured, arrow_table, report_measures
 
 # The seed's boilerplate rule: a digest on more than this share of a host's pages (in their
 # latest generations), and on at least this many of them (`cdc.analyst.boilerplate`).
@@ -227,13 +226,7 @@ _CHECKED_TEMPLATES = "SELECT host, digest FROM host_templates WHERE list_contain
 
 def _own_words(text: str, digests: bytes, lengths: Sequence[int], template: set[bytes]) -> list[bytes]:
     """The words of a generation's text outside its host's template chunks, in order."""
-    data = text.encode("utf-8")
-    own, at = [], 0
-    for index, length in enumerate(lengths):  # the few rows of `LINE_END_CHECK` only
-        if digests[DIGEST_SIZE * index:DIGEST_SIZE * (index + 1)] not in template:
-            own.append(data[at:at + length])
-        at += length
-    return b"".join(own).split()
+    return _own_part(text, digests, lengths, template)[0].split()
 
 
 def _settle_line_ends(connection: duckdb.DuckDBPyConnection) -> None:
@@ -298,7 +291,8 @@ def _templates_of(connection: duckdb.DuckDBPyConnection, hosts: set[str]) -> dic
     return templates
 
 
-def _own_part(text: str, digests: bytes, lengths: Sequence[int], template: set[bytes]):
+def _own_part(text: str, digests: bytes, lengths: Sequence[int],
+              template: set[bytes]) -> tuple[bytes, Chunks]:
     """A generation's text and chunks outside its host's template chunks, in order."""
     data = text.encode("utf-8")
     parts, kept, kept_lengths, at = [], [], [], 0
@@ -315,8 +309,8 @@ def _own_part(text: str, digests: bytes, lengths: Sequence[int], template: set[b
 def _measure_own(connection: duckdb.DuckDBPyConnection) -> None:
     """Measure again, with the exact edits of the page's own text (its host's template
     chunks left out of both texts), each change row of its host's template and of the
-    page's own blocks (`OWN_MEASURE_ROWS`): its verdict, shares, bytes and excerpt then say what the
-    page's own text did, as the lists rank and label it. A site-wide banner added beside a
+    page's own blocks (`OWN_MEASURE_ROWS`): its verdict, shares, bytes and excerpt then say
+    what the page's own text did, as the lists rank and label it. A site-wide banner added beside a
     paragraph of the page's own read as that page's first edit and rewrite on a short page
     (the docs crawls: every one of their 75 own changes' excerpts began with the banner).
     Where either text is gone, the row keeps its measures."""
@@ -333,11 +327,8 @@ def _measure_own(connection: duckdb.DuckDBPyConnection) -> None:
         old_text, old_chunks = _own_part(*texts[key, previous], template)
         new_text, new_chunks = _own_part(*texts[key, generation], template)
         report = compare(old_chunks, new_chunks, old_text=old_text, new_text=new_text)
-        measured.append(Remeasured(
-            key, generation, report.similarity, report.unchanged_ratio, report.retained_ratio,
-            report.bytes_added, report.bytes_removed,
-            len(report.changed_regions) + len(report.removed_regions), report.verdict,
-            change_excerpt(report, old_text, new_text), OWN_EDITS if own else EDITS))
+        measured.append(Remeasured(key, generation, *report_measures(
+            report, old_text, new_text, OWN_EDITS if own else EDITS)))
     if measured:
         with _registered(connection, "remeasured", arrow_table(Remeasured, measured)):
             _for_keys(connection, _REMEASURED, sorted({row.natural_key for row in measured}), "changes")
