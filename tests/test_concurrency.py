@@ -37,6 +37,9 @@ BATCH = 50  # records per batch in the writer children: many small transactions
 # is ingested as the one it is held against: its texts trimmed at the run's end, still in
 # the file, differ with the split.)
 WHOLE = 4_000
+# Records of the reader's writer, and of each of the two writers: 40 and 30 batches of 50,
+# enough for many reads and interleaved commits (60 and 40 cost the suite 25 s more).
+READ_RECORDS, WRITER_RECORDS = 2_000, 1_500
 # Time limits that only tell a hang from a slow run: a loaded 2-core machine (other suites
 # beside this one) took 52.6 s of the 55 s these tests once allowed. Nothing here measures speed.
 HANG = 240
@@ -216,7 +219,7 @@ class Read:
 
 def test_a_reader_polling_the_store_sees_every_batch_and_the_writer_loses_nothing(tmp_path, spawn):
     crawl = tmp_path / "crawl.jsonl"
-    assert write_crawl(crawl, pages=300, versions=10) == 3000
+    assert write_crawl(crawl, pages=200, versions=10) == READ_RECORDS
     store = tmp_path / "store.duckdb"
     # The dashboard reads a store that exists. (A reader that opens the file in the instant the
     # first writer has created it but not yet written DuckDB's header gets a StoreError "not a
@@ -241,9 +244,9 @@ def test_a_reader_polling_the_store_sees_every_batch_and_the_writer_loses_nothin
 
     assert writer.finish(timeout=10) == 0, writer.stderr()
     batches = writer.batches()
-    assert len(batches) == 3000 // BATCH
+    assert len(batches) == READ_RECORDS // BATCH
     total = batches[-1][2]
-    assert writer.lines[-1][1] == f"done 3000 records {total} generations 0 bad 0 older"
+    assert writer.lines[-1][1] == f"done {READ_RECORDS} records {total} generations 0 bad 0 older"
     committed = {0} | {n for _, _, n in batches}
 
     during = [r for r in reads if r.start < batches[-1][0]]
@@ -286,8 +289,8 @@ def test_a_reader_polling_the_store_sees_every_batch_and_the_writer_loses_nothin
 
 def test_two_writers_at_once_store_the_union(tmp_path, spawn):
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    assert write_crawl(first, pages=200, versions=10) == 2000
-    assert write_crawl(second, pages=200, versions=10, first_page=200) == 2000  # disjoint pages
+    assert write_crawl(first, pages=150, versions=10) == WRITER_RECORDS
+    assert write_crawl(second, pages=150, versions=10, first_page=150) == WRITER_RECORDS  # disjoint
     store = tmp_path / "store.duckdb"
 
     writers = [spawn("-c", WRITER, str(store), str(BATCH), str(path), name=f"writer-{path.stem}")
@@ -296,7 +299,7 @@ def test_two_writers_at_once_store_the_union(tmp_path, spawn):
     for writer in writers:
         assert writer.finish(timeout=HANG) == 0, writer.stderr()
     (a, b) = (writer.batches() for writer in writers)
-    assert len(a) == len(b) == 2000 // BATCH
+    assert len(a) == len(b) == WRITER_RECORDS // BATCH
     # Both ran at once: each had batches left to commit when both processes were running.
     assert min(a[-1][0], b[-1][0]) > both_started
     # How finely they interleave varies from run to run: cdc's write lock is polled, not

@@ -16,6 +16,7 @@ from cdc.cli.common import EXIT_OK, EXIT_SKIPPED, add_run_option, open_store, po
 from cdc.core.chunking import default_threads
 from cdc.errors import CdcError
 from cdc.ingest.ingester import BATCH_BYTES, WARC_BATCH_BYTES, Ingester, IngestSummary
+from cdc.runtime.lifeline import is_stop
 from cdc.runtime.nopandas import forgo_pandas
 from cdc.sources.extract import EXTRACTION_MODES, GIVEN_TEXT, MAIN_CONTENT, TEXT_MODES
 from cdc.sources.inputs import open_crawl_inputs, run_mode
@@ -177,7 +178,9 @@ def _cluster_ingest(args: argparse.Namespace, store: Store, lake, started: float
             summary = cluster_ingest(client, args.files, store, mode=args.extract,
                                      on_progress=progress,
                                      on_write=lake.write if lake else None, label=args.run_label)
-        except KeyboardInterrupt:
+        except BaseException as exc:
+            if not is_stop(exc):
+                raise
             written = f"{latest[0].written:,} of {latest[0].partitions:,}" if latest else "no"
             sys.stderr.write(f"\n{written} partitions were committed; run the same command again "
                              "to complete the ingest\n")

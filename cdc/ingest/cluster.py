@@ -56,7 +56,7 @@ from cdc.ingest.observations import (
 from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import build_pages
 from cdc.ingest.worktasks import share_out
-from cdc.runtime.lifeline import die_with_parent
+from cdc.runtime.lifeline import die_with_parent, is_stop
 from cdc.sources.inputs import JSONL, run_mode
 from cdc.sources.warc import WarcSummary
 from cdc.store import Store, WriteBatch
@@ -123,9 +123,13 @@ def dask_client(address: str | None = None, workers: int | None = None,
                 # Its worker processes are ours: they end with this process, however it ends.
                 client.run(die_with_parent, os.getpid())
                 yield client
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: no task's result is wanted now
-            _quiet_dask()
-            _kill_workers(cluster)
+        except BaseException as exc:
+            # Ctrl-C or SIGTERM, raised as its exception or as the error of a call it cut
+            # short (seen on a loaded machine: the close then left the workers
+            # heartbeating to a closed scheduler): no task's result is wanted now.
+            if is_stop(exc):
+                _quiet_dask()
+                _kill_workers(cluster)
             raise
 
 

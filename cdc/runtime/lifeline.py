@@ -134,3 +134,10 @@ def stopped_by() -> int | None:
     raises its own error ("Query interrupted", a transaction left aborted) instead of the
     signal's exception, so an error after the signal is still a stop, not a failure."""
     return _stopped_by[0] if _stopped_by else None
+
+
+def is_stop(exc: BaseException) -> bool:
+    """Whether `exc` ends the command because it was told to stop: the signal's own exception,
+    or any error raised after the signal came (DuckDB's "Query interrupted", a library's
+    error from a call the signal cut short), which is the stop too."""
+    return isinstance(exc, KeyboardInterrupt) or stopped_by() is not None
