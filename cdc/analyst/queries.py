@@ -79,14 +79,13 @@ def compare_generations(store: Store, url: str, old: int | None = None, new: int
             raise PageNotFoundError(f"{page.natural_key} has no generation before {new} to compare it with")
         old = before[-1]
     old = _current_at(page, numbers, old)
-    versions = []
+    held = store.versions(page.natural_key, [old, new])  # both through one connection
     for generation in (old, new):
-        version = store.version(page.natural_key, generation)
-        if version is None:
+        if generation not in held:
             raise PageNotFoundError(
                 f"generation {generation} of {page.natural_key} is past the retention limit: its "
                 "text and chunks were dropped (`cdc history` lists the generations kept)")
-        versions.append(version)
+    versions = [held[old], held[new]]
     # The host's template over its retained generations: across a site-wide change, both the
     # navigation it replaced and the new one are left out.
     ignored = frozenset(store.template_digests(page.host, BOILERPLATE_SHARE, BOILERPLATE_MIN_PAGES)) \
