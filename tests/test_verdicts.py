@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cdc.cli.main import EXIT_OK, main
-from cdc.core.verdicts import STORED_VERDICTS
+from cdc.core.verdicts import NEW, STORED_VERDICTS, UNMEASURED, changed_share, changed_share_sql
 from cdc.store import Store
 from tests import crawlgen, textgen
 from tests.test_dashboard import open_page
@@ -96,3 +96,20 @@ def test_the_export_view_selects_each_verdict_the_store_writes(db, monkeypatch):
         count = store.count_changes(verdicts=[verdict])
         assert count and f"{count:,} changes match" in [caption.value for caption in app.caption], verdict
         assert set(app.dataframe[0].value["verdict"]) == {verdict}
+
+
+def test_the_share_changed_is_one_measure_in_sql_and_in_python(db):
+    """Lists order by the share changed in SQL (`changed_share_sql`), views and exports show it
+    from Python (`changed_share`): the two agree on every change row the store writes, and a
+    change that was not measured, or a first sighting, has none (not 100%)."""
+    with duckdb.connect(db, read_only=True) as connection:
+        rows = connection.execute(f"""SELECT verdict, unchanged_ratio, retained_ratio, {changed_share_sql()}
+                                      FROM changes""").fetchall()
+    assert {verdict for verdict, *_ in rows} == set(STORED_VERDICTS)
+    for verdict, unchanged, retained, in_sql in rows:
+        in_python = changed_share(unchanged, retained)
+        if verdict in (NEW, UNMEASURED):
+            assert in_python is None and in_sql is None
+        else:
+            assert in_python == pytest.approx(float(in_sql)) == pytest.approx(1 - min(unchanged, retained))
+            assert 0.0 <= in_python <= 1.0

@@ -10,7 +10,7 @@ import streamlit as st
 import ui
 import ui_annotate
 from cdc.analyst.queries import version_chunks
-from cdc.core.verdicts import verdict_words
+from cdc.core.verdicts import changed_share, verdict_words
 from cdc.errors import CdcError
 from cdc.present.figures import alignment_figure, compare_trend_figure
 from cdc.present.highlight import changes_list, side_by_side_html
@@ -76,10 +76,10 @@ if stored is not None and stored.previous_generation == old and stored.template_
             "boilerplate). Leave the boilerplate out to see this page's own content unchanged.",
             icon=":material/dashboard:")
 elif stored is not None and stored.previous_generation == old and stored.measure == OWN_EDITS:
-    kept = min(ratio for ratio in (stored.unchanged_ratio, stored.retained_ratio, 1.0) if ratio is not None)
+    changed = changed_share(stored.unchanged_ratio, stored.retained_ratio) or 0.0
     st.info(f"The host's template changed here too, beside the page's own text: the lists rank and "
             f"label this change by the page's own text alone ({verdict_words(stored.verdict)}, "
-            f"{1 - kept:.0%} changed). Leave the boilerplate out to compare the page's own text.",
+            f"{changed:.0%} changed). Leave the boilerplate out to compare the page's own text.",
             icon=":material/dashboard:")
 
 old_chunks, new_chunks = version_chunks(result.old), version_chunks(result.new)

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from cdc.core.timebins import choose_bin
-from cdc.core.verdicts import verdict_words
+from cdc.core.verdicts import changed_share, verdict_words
 from cdc.present.figures import first_sightings, host_heatmap, verdict_figure
 
 store = ui.current_store()
@@ -46,7 +46,7 @@ st.dataframe(
         "open": ui.compare_link(row.natural_key, row.previous_generation, row.generation),
         "host": row.host,
         "verdict": verdict_words(row.shown_verdict),
-        "changed": 1 - min(row.unchanged_ratio or 0.0, row.retained_ratio or 0.0),
+        "changed": changed_share(row.unchanged_ratio, row.retained_ratio),  # none: not measured
         "+bytes": row.bytes_added,
         "-bytes": row.bytes_removed,
         "fetched": row.fetched_at,

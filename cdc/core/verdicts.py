@@ -62,3 +62,26 @@ def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | N
     page's own text changed. Lists label such a change by what it is and rank it after every
     change of a page's own; the stored verdict and measures stay as measured."""
     return TEMPLATE_ONLY if template_only else verdict
+
+
+def kept_share(unchanged_ratio: float | None, retained_ratio: float | None) -> float | None:
+    """The share of a page's content a change kept, as its verdict reads it: the smaller of
+    the new text left unchanged and the old text retained (an insertion keeps all of the
+    old text, a deletion all of the new: the smaller tells either). None where neither
+    was measured (a page's first generation, a change whose previous text was gone)."""
+    measured = [ratio for ratio in (unchanged_ratio, retained_ratio) if ratio is not None]
+    return min(measured) if measured else None
+
+
+def changed_share(unchanged_ratio: float | None, retained_ratio: float | None) -> float | None:
+    """1 - `kept_share`: what "largest change first" orders by; None where not measured."""
+    kept = kept_share(unchanged_ratio, retained_ratio)
+    return None if kept is None else 1 - kept
+
+
+def changed_share_sql(alias: str = "") -> str:
+    """`changed_share` as SQL over a change row (`alias`: its table's name in the query, a
+    name of this package's, never input). DuckDB's `least` passes over a NULL, as
+    `kept_share` does, and is NULL where both are."""
+    prefix = f"{alias}." if alias else ""
+    return f"(1 - least({prefix}unchanged_ratio, {prefix}retained_ratio))"

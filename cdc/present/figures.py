@@ -25,7 +25,7 @@ from cdc.core.compare import ChangeReport
 from cdc.core.excerpts import first_chars
 from cdc.core.refine import MOVE
 from cdc.core.timebins import BINS, HOVER_FORMATS, TICK_FORMATS, bin_range, bin_start, choose_bin
-from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, NEW, REWRITE, UNCHANGED, verdict_order
+from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, NEW, REWRITE, UNCHANGED, kept_share, verdict_order
 from cdc.present.highlight import PALETTE
 from cdc.store import ChangeRow, GenerationInfo
 
@@ -225,14 +225,8 @@ def _alignment_layout(figure: go.Figure, old_chunks: list[Chunk], new_chunks: li
                               x=0.5, y=0.5, xref="paper", yref="paper")
 
 
-def _kept(row: GenerationInfo | ChangeRow) -> float | None:
-    """The share of content kept, as the verdict reads it: the smaller ratio."""
-    ratios = [r for r in (row.unchanged_ratio, row.retained_ratio) if r is not None]
-    return min(ratios) if ratios else None
-
-
 def _trend_hover(row: GenerationInfo | ChangeRow) -> str:
-    kept = _kept(row)
+    kept = kept_share(row.unchanged_ratio, row.retained_ratio)
     lines = [f"generation {row.generation}: {row.verdict or NEW}",
              f"kept {kept:.3f}" if kept is not None else "first generation"]
     if row.excerpt:
@@ -251,7 +245,7 @@ def trend_figure(history: Sequence[GenerationInfo]) -> go.Figure:
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4],
                            vertical_spacing=0.06)
     when = [row.fetched_at for row in history]
-    kept = [_kept(row) for row in history]
+    kept = [kept_share(row.unchanged_ratio, row.retained_ratio) for row in history]
     figure.add_trace(go.Scatter(x=when, y=kept, mode="lines", name="kept share",
                                 line={"color": "#888"}, hoverinfo="skip"), row=1, col=1)
     figure.add_trace(go.Scatter(x=when, y=[row.similarity for row in history], mode="lines",
@@ -305,7 +299,7 @@ def compare_trend_figure(history: Sequence[GenerationInfo], old: int, new: int) 
     text is no longer retained is a hollow marker: it cannot be compared.
     """
     when = [row.fetched_at for row in history]
-    kept = [_kept(row) for row in history]
+    kept = [kept_share(row.unchanged_ratio, row.retained_ratio) for row in history]
     figure = go.Figure()
     figure.add_trace(go.Scatter(
         x=when, y=[1.0 if share is None else share for share in kept], mode="lines+markers",
@@ -369,7 +363,7 @@ def changed_share_rows(changes: Iterable[ChangeRow]) -> list[HostRow]:
     """
     rows = []
     for change in changes:
-        kept = _kept(change)
+        kept = kept_share(change.unchanged_ratio, change.retained_ratio)
         if kept is not None and change.previous_generation is not None:
             rows.append((change.host, change.fetched_at, 1.0 - kept))
     return rows

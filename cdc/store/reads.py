@@ -15,7 +15,7 @@ from typing import NamedTuple
 import duckdb
 
 from cdc.core.timebins import BINS
-from cdc.core.verdicts import TEMPLATE_ONLY, shown_verdict_of
+from cdc.core.verdicts import TEMPLATE_ONLY, changed_share_sql, shown_verdict_of
 from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.layout import digest_list
 from cdc.store.lookups import _one
@@ -316,7 +316,7 @@ class Reads:
             conditions.append("list_contains(?, c.verdict)")
             values.append(list(verdicts))
         if min_change > 0:
-            conditions.append("(1 - coalesce(least(c.unchanged_ratio, c.retained_ratio), 0)) >= ?")
+            conditions.append(f"coalesce({changed_share_sql('c')}, 1) >= ?")
             values.append(min_change)
         return ("WHERE " + " AND ".join(conditions)) if conditions else "", values
 
@@ -389,7 +389,7 @@ class Reads:
                 SELECT {_CHANGE_COLUMNS} FROM changes c JOIN pages p USING (natural_key)
                 {_annotations_joined()}
                 WHERE c.verdict NOT IN ('new', 'unchanged') AND c.generation = p.latest_generation
-                ORDER BY {TEMPLATE_LAST}, 1 - least(c.unchanged_ratio, c.retained_ratio) DESC,
+                ORDER BY {TEMPLATE_LAST}, {changed_share_sql("c")} DESC,
                          c.bytes_added + c.bytes_removed DESC, c.natural_key
                 LIMIT ?
             """, [limit]).fetchall()
@@ -423,8 +423,8 @@ class Reads:
     def host_changes(self, host: str) -> list[HostChange]:
         """Every change on a host's pages (first sightings left out), oldest first."""
         with self.reading() as connection:
-            rows = connection.execute("""
-                SELECT c.fetched_at, 1 - least(c.unchanged_ratio, c.retained_ratio), c.verdict
+            rows = connection.execute(f"""
+                SELECT c.fetched_at, {changed_share_sql("c")}, c.verdict
                 FROM changes c JOIN pages p USING (natural_key)
                 WHERE p.host = ? AND c.verdict <> 'new' ORDER BY c.fetched_at
             """, [host]).fetchall()
@@ -464,7 +464,7 @@ class Reads:
             query = f"""
                 SELECT natural_key, verdict, changed, template_only, count(*) OVER () FROM (
                     SELECT c.natural_key, c.verdict, c.template_only,
-                           1 - least(c.unchanged_ratio, c.retained_ratio) AS changed
+                           {changed_share_sql("c")} AS changed
                     FROM changes c JOIN pages p USING (natural_key)
                     JOIN generations g ON g.natural_key = c.natural_key AND g.generation = c.generation
                     WHERE g.first_run = ? AND c.verdict NOT IN ('new', 'unchanged')

@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta
 import duckdb
 import xxhash
 
-from cdc.core.verdicts import UNCHANGED, shown_verdict_of, verdict_order
+from cdc.core.verdicts import UNCHANGED, changed_share, changed_share_sql, shown_verdict_of, verdict_order
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.lookups import _one
@@ -88,15 +88,13 @@ _SAME_WORDS = """
         WHERE c.natural_key = s.natural_key AND c.generation > s.generation_a
           AND c.generation < s.generation AND c.verdict <> ?)"""
 
-# Largest change of the page's own first: the share changed (1 - the smaller kept share),
-# then the bytes; an unmeasured change (its previous text was gone) last of those; then the
-# template-only changes, which change none of the page's own text (as `TEMPLATE_LAST`), however
-# large a share of a short page the template is. Sorting them last rather than measuring
-# every change again without the template keeps the stored measures the one measure (and
-# the order one pass over the change rows): a page with a change of its own and the banner
-# is still measured with the banner in, as the Compare view shows it.
-_LARGEST_FIRST = ("ORDER BY template_only IS TRUE, "
-                  "1 - least(unchanged_ratio, retained_ratio) DESC NULLS LAST, "
+# Largest change of the page's own first: the share changed (`changed_share`), then the
+# bytes; an unmeasured change (its previous text was gone) last of those; then the
+# template-only changes, which change none of the page's own text (as `TEMPLATE_LAST`),
+# however large a share of a short page the template is. A change of the page's own beside
+# a template change is measured on the page's own text at the run's end (`own_edits`,
+# `cdc.store.templates`), so its stored measures already leave the template out.
+_LARGEST_FIRST = (f"ORDER BY template_only IS TRUE, {changed_share_sql()} DESC NULLS LAST, "
                   "coalesce(bytes_added, 0) + coalesce(bytes_removed, 0) DESC, natural_key")
 
 
@@ -168,10 +166,8 @@ class ChangedPage:
 
     @property
     def share_changed(self) -> float | None:
-        """1 - the smaller kept share: what "largest change first" orders by."""
-        if self.unchanged_ratio is None or self.retained_ratio is None:
-            return None
-        return 1 - min(self.unchanged_ratio, self.retained_ratio)
+        """What "largest change first" orders by (`changed_share`)."""
+        return changed_share(self.unchanged_ratio, self.retained_ratio)
 
     @property
     def compare_query(self) -> dict[str, str | int]:
