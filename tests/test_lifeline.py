@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -73,18 +74,33 @@ def _write_warc(path: Path, version: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def crawl(request, tmp_path_factory) -> tuple[list[Path], Path]:
-    """Two input files of one kind (two crawls of the same pages) and the store of one clean run."""
-    kind = request.param
-    folder = tmp_path_factory.mktemp(kind)
-    write = _write_warc if kind == "warc" else _write_jsonl
-    files = [folder / f"crawl{version}.{'warc.gz' if kind == 'warc' else 'jsonl'}" for version in (0, 1)]
-    for version, path in enumerate(files):
-        write(path, version)
-    clean = folder / "clean.duckdb"
-    done = _cdc("--db", str(clean), "ingest", "--processes", "2", *map(str, files))
-    assert done.returncode == 0, done.stderr
-    return files, clean
+def crawls(tmp_path_factory) -> Callable[[str], tuple[list[Path], Path]]:
+    """Each kind's inputs, built once for the module whatever order its tests run in (a
+    module-scoped fixture parametrized by kind was built again each time the kind changed)."""
+    built: dict[str, tuple[list[Path], Path]] = {}
+
+    def crawl_of(kind: str) -> tuple[list[Path], Path]:
+        if kind not in built:
+            folder = tmp_path_factory.mktemp(kind)
+            write = _write_warc if kind == "warc" else _write_jsonl
+            suffix = "warc.gz" if kind == "warc" else "jsonl"
+            files = [folder / f"crawl{version}.{suffix}" for version in (0, 1)]
+            for version, path in enumerate(files):
+                write(path, version)
+            clean = folder / "clean.duckdb"
+            done = _cdc("--db", str(clean), "ingest", "--processes", "2", *map(str, files))
+            assert done.returncode == 0, done.stderr
+            built[kind] = files, clean
+        return built[kind]
+
+    return crawl_of
+
+
+@pytest.fixture
+def crawl(request, crawls) -> tuple[list[Path], Path]:
+    """Two input files of one kind (`request.param`: two crawls of the same pages) and the store
+    of one clean run."""
+    return crawls(request.param)
 
 
 # --- processes --------------------------------------------------------------------------------
