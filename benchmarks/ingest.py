@@ -24,7 +24,9 @@ What is measured, in one process:
    (`benchmarks/synthetic_store.py`, built in bulk and cached in data/bench/), through the
    public `Store` methods, each of which opens and closes its own read-only connection, as
    the dashboard's calls will: median of 20 runs, a different random (seeded) page or host
-   each round, the queries interleaved.
+   each round, the queries interleaved. A pair of versions is read both ways: one call each
+   (`store.version`, by the numbers just before each), and both through one connection
+   (`store.versions`, by their numbers: what Compare reads).
 
 Target lines print PASS or FAIL; the exit status is 0 unless a correctness check fails
 (targets are reported, not enforced: timings on a shared machine are noisy).
@@ -418,7 +420,7 @@ def measure_sizes(corpus: Corpus, default_store: Path, work: Path) -> None:
 @dataclass
 class Query:
     name: str
-    run: Callable[[str, str, int], object]  # host, natural key, generation
+    run: Callable[[str, str, int, int], object]  # host, natural key, generation, the one before
     check: Callable[[object], str | None]  # a problem with the result, or None
     target: bool = True
     times: list[float] = field(default_factory=list)
@@ -426,8 +428,13 @@ class Query:
 
 
 def build_queries(store: Store, generations: int, pages_per_host: int) -> list[Query]:
-    def versions(host: str, key: str, generation: int):
+    def versions(host: str, key: str, generation: int, before: int):
         return store.version(key, generation - 1), store.version(key, generation)
+
+    def compared(host: str, key: str, generation: int, before: int):
+        """What Compare reads (`cdc.analyst.queries.compare_generations`): both through one connection."""
+        held = store.versions(key, [before, generation])
+        return held.get(before), held.get(generation)
 
     def check_versions(pair) -> str | None:
         for version in pair:
@@ -443,14 +450,15 @@ def build_queries(store: Store, generations: int, pages_per_host: int) -> list[Q
         return check
 
     return [
-        Query("store.meta() (open + meta check)", lambda h, k, g: store.meta(), rows(3), target=False),
-        Query("store.host_pages(host)", lambda h, k, g: store.host_pages(h), rows(pages_per_host)),
-        Query("store.generations(key)", lambda h, k, g: store.generations(k), rows(generations)),
+        Query("store.meta() (open + meta check)", lambda h, k, g, b: store.meta(), rows(3), target=False),
+        Query("store.host_pages(host)", lambda h, k, g, b: store.host_pages(h), rows(pages_per_host)),
+        Query("store.generations(key)", lambda h, k, g, b: store.generations(k), rows(generations)),
         Query("store.version(key, g-1), (key, g)", versions, check_versions),
-        Query("store.history(key)", lambda h, k, g: store.history(k), rows(generations)),
-        Query("store.host_boilerplate(host, .05, 3)", lambda h, k, g: store.host_boilerplate(h, 0.05, 3),
+        Query("store.versions(key, [g0, g])", compared, check_versions),
+        Query("store.history(key)", lambda h, k, g, b: store.history(k), rows(generations)),
+        Query("store.host_boilerplate(host, .05, 3)", lambda h, k, g, b: store.host_boilerplate(h, 0.05, 3),
               rows(at_least=2)),
-        Query("boilerplate.host_boilerplate(...)", lambda h, k, g: boilerplate.host_boilerplate(store, h),
+        Query("boilerplate.host_boilerplate(...)", lambda h, k, g, b: boilerplate.host_boilerplate(store, h),
               rows(at_least=2)),
     ]
 
@@ -479,12 +487,13 @@ def measure_queries(pages: int, runs: int, rebuild: bool) -> None:
         host, key = rng.choice(keys)
         # A generation after the first, by its number (its capture time): any smaller number,
         # such as `generation - 1`, names the generation current before it began.
-        generation = store.generations(key)[rng.randint(1, SYNTHETIC_GENERATIONS - 1)].generation
+        picked = rng.randint(1, SYNTHETIC_GENERATIONS - 1)
+        before, generation = (info.generation for info in store.generations(key)[picked - 1:picked + 1])
         shift = r % len(queries)
         for query in queries[shift:] + queries[:shift]:
             gc.collect()
             start = time.perf_counter()
-            result = query.run(host, key, generation)
+            result = query.run(host, key, generation, before)
             query.times.append(time.perf_counter() - start)
             problem = query.check(result)
             if problem:
