@@ -363,8 +363,8 @@ def measure_compare_page(runs: int, work: Path) -> float:
         "Compare view rerun (AppTest)": app.run,
         "  compare_generations (reads + compare)": lambda: compare_generations(store, BIG_PAGE_URL),
         "    store reads: page, 2 versions": lambda: (
-            store.page(BIG_PAGE_URL), store.version(BIG_PAGE_URL, result.old.generation),
-            store.version(BIG_PAGE_URL, result.new.generation)),
+            store.page(BIG_PAGE_URL), store.versions(BIG_PAGE_URL, [result.old.generation,
+                                                                    result.new.generation])),
         "    cdc.compare with word edits": lambda: compare(old_chunks, new_chunks, old_text=result.old.text,
                                                            new_text=result.new.text),
         "  store.generations (the view's picker)": lambda: store.generations(BIG_PAGE_URL),

@@ -25,8 +25,8 @@ What is measured, in one process:
    public `Store` methods, each of which opens and closes its own read-only connection, as
    the dashboard's calls will: median of 20 runs, a different random (seeded) page or host
    each round, the queries interleaved. A pair of versions is read both ways: one call each
-   (`store.version`, by the numbers just before each), and both through one connection
-   (`store.versions`, by their numbers: what Compare reads).
+   (`store.version` at g-1, a number that names the generation before g, and at g), and both
+   through one connection (`store.versions`, by their own numbers: what Compare reads).
 
 Target lines print PASS or FAIL; the exit status is 0 unless a correctness check fails
 (targets are reported, not enforced: timings on a shared machine are noisy).

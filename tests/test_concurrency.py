@@ -38,7 +38,7 @@ BATCH = 50  # records per batch in the writer children: many small transactions
 # the file, differ with the split.)
 WHOLE = 4_000
 # Records of the reader's writer, and of each of the two writers: 40 and 30 batches of 50,
-# enough for many reads and interleaved commits (60 and 40 cost the suite 25 s more).
+# enough for many reads and interleaved commits (60 and 40: the two tests took 66 s, these 49 s).
 READ_RECORDS, WRITER_RECORDS = 2_000, 1_500
 # Time limits that only tell a hang from a slow run: a loaded 2-core machine (other suites
 # beside this one) took 52.6 s of the 55 s these tests once allowed. Nothing here measures speed.

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from cdc.ingest.ingester import Ingester
-from cdc.runtime.lifeline import Terminated, stop_on_sigterm
+from cdc.runtime.lifeline import Terminated, is_stop, stop_on_sigterm
 from cdc.sources.jsonl import iter_jsonl
 from cdc.store import Store
 from tests import textgen
@@ -74,3 +74,14 @@ def test_a_signal_dropped_by_a_finalizer_stops_the_ingest_before_its_next_batch(
     # Nor is the dropped stop an error to print (under pytest, its own hook would report it).
     assert "Exception ignored" not in capfd.readouterr().err
 
+
+
+def test_an_error_raised_after_the_signal_is_the_stop(command_signals):
+    """DuckDB's "Query interrupted", or a library's error from a call the signal cut short, is
+    the stop the signal asked for (the command ends as stopped, a cluster's workers killed
+    first: `cdc.ingest.cluster.dask_client`); before any signal, an error is an error."""
+    assert not is_stop(RuntimeError("Query interrupted"))
+    with pytest.raises(Terminated):
+        signal.raise_signal(signal.SIGTERM)
+    assert is_stop(RuntimeError("Query interrupted"))
+    assert is_stop(Terminated())

@@ -1,6 +1,6 @@
 """Every verdict the store writes can be chosen: by `cdc export --verdict` and in the Export
 view, whose lists are one list (`cdc.core.verdicts`); `changed` picks the changes that could
-not be measured."""
+not be measured. The share changed that lists order by is one measure in SQL and in Python."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cdc.cli.main import EXIT_OK, main
-from cdc.core.verdicts import NEW, STORED_VERDICTS, UNMEASURED, changed_share, changed_share_sql
+from cdc.core.verdicts import NEW, STORED_VERDICTS, UNMEASURED, changed_share
 from cdc.store import Store
+from cdc.store.rows import changed_share_sql
 from tests import crawlgen, textgen
 from tests.test_dashboard import open_page
 

@@ -46,7 +46,7 @@ from cdc.core.verdicts import STORED_VERDICTS
 from cdc.errors import CdcError, PageNotFoundError
 from cdc.present.export import write_changes_csv
 from cdc.present.launch import DEFAULT_DB, DEMO_DB
-from cdc.runtime.lifeline import Terminated, stop_on_sigterm, stopped_by
+from cdc.runtime.lifeline import Terminated, is_stop, stop_on_sigterm, stopped_by
 from cdc.sources.jsonl import READ_SIZE, open_file
 from cdc.store import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE
 
@@ -351,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--verdict", action="append", choices=STORED_VERDICTS,
                         help="repeatable; `changed`: a change not measured (its previous text was gone)")
     export.add_argument("--min-change", type=float, default=0.0, metavar="X",
-                        help="at least this share changed, 0 to 1 (1 - the smaller kept share)")
+                        help="at least this share changed, 0 to 1 (1 - the smaller kept share; a change "
+                             "not measured, or a new page, counts as wholly changed)")
     export.add_argument("--run", dest="run_ref", metavar="RUN",
                         help="only the generations first seen in this run (an id or a label; `cdc runs`)")
     export.add_argument("--label", action="append", help="only changes annotated so (`cdc annotate`)")
@@ -409,32 +410,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop_on_sigterm()  # SIGTERM unwinds like Ctrl-C: the open batch rolls back, workers end
     try:
         return args.run(args)
-    except CdcError as exc:
-        print(f"cdc: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except BrokenPipeError:  # `cdc chunk big.txt | head`: the reader has all it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except Terminated:
-        print("cdc: stopped (SIGTERM)", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print("cdc: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as exc:
-        if stopped_by() == signal.SIGTERM:  # the signal's exception became DuckDB's error
-            print("cdc: stopped (SIGTERM)", file=sys.stderr)
-            return EXIT_TERMINATED
-        if stopped_by() == signal.SIGINT:
-            print("cdc: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+    except BaseException as exc:
+        # First, a stop: the signal's own exception, or any error raised once it came
+        # (DuckDB's "Query interrupted", a transaction left aborted, a library's error from
+        # a call the signal cut short, even a CdcError made of one).
+        if is_stop(exc):
+            terminated = isinstance(exc, Terminated) or stopped_by() == signal.SIGTERM
+            print("cdc: stopped (SIGTERM)" if terminated else "cdc: interrupted", file=sys.stderr)
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        if isinstance(exc, CdcError):
+            print(f"cdc: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        if isinstance(exc, BrokenPipeError):  # `cdc chunk big.txt | head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):  # not the store's
             written = exc.filename or "an output file (--parquet-out, --warc-out)"
             print(f"cdc: the disk is full, writing {written}: free space there, then run the same "
                   "command again", file=sys.stderr)
             return EXIT_FAILURE
         raise
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -65,10 +65,11 @@ def shown_verdict_of(verdict: str | None, template_only: bool | None) -> str | N
 
 
 def kept_share(unchanged_ratio: float | None, retained_ratio: float | None) -> float | None:
-    """The share of a page's content a change kept, as its verdict reads it: the smaller of
-    the new text left unchanged and the old text retained (an insertion keeps all of the
-    old text, a deletion all of the new: the smaller tells either). None where neither
-    was measured (a page's first generation, a change whose previous text was gone)."""
+    """The share of a page's content a change kept, as its verdict reads it (`compare` routes
+    this share to a verdict): the smaller of the new text left unchanged and the old text
+    retained (an insertion keeps all of the old text, a deletion all of the new: the smaller
+    tells either). None where neither was measured (a page's first generation, a change
+    whose previous text was gone). In SQL: `cdc.store.rows.changed_share_sql`."""
     measured = [ratio for ratio in (unchanged_ratio, retained_ratio) if ratio is not None]
     return min(measured) if measured else None
 
@@ -78,10 +79,3 @@ def changed_share(unchanged_ratio: float | None, retained_ratio: float | None) -
     kept = kept_share(unchanged_ratio, retained_ratio)
     return None if kept is None else 1 - kept
 
-
-def changed_share_sql(alias: str = "") -> str:
-    """`changed_share` as SQL over a change row (`alias`: its table's name in the query, a
-    name of this package's, never input). DuckDB's `least` passes over a NULL, as
-    `kept_share` does, and is NULL where both are."""
-    prefix = f"{alias}." if alias else ""
-    return f"(1 - least({prefix}unchanged_ratio, {prefix}retained_ratio))"

@@ -115,7 +115,8 @@ def dask_client(address: str | None = None, workers: int | None = None,
             client.close()
         return
     with local_cluster(workers or os.cpu_count() or 1, dashboard_address) as cluster:
-        # A stop that comes while the client connects, not only during the work, kills the
+        # A stop (`is_stop`: Ctrl-C or SIGTERM, raised as its own exception or as the error of
+        # a call it cut short), while the client connects or during the work, kills the
         # workers before the cluster closes: else its close leaves them heartbeating to a
         # scheduler that is gone, and each prints a traceback (seen on a loaded machine).
         try:
@@ -124,10 +125,7 @@ def dask_client(address: str | None = None, workers: int | None = None,
                 client.run(die_with_parent, os.getpid())
                 yield client
         except BaseException as exc:
-            # Ctrl-C or SIGTERM, raised as its exception or as the error of a call it cut
-            # short (seen on a loaded machine: the close then left the workers
-            # heartbeating to a closed scheduler): no task's result is wanted now.
-            if is_stop(exc):
+            if is_stop(exc):  # no task's result is wanted now
                 _quiet_dask()
                 _kill_workers(cluster)
             raise

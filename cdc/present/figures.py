@@ -25,7 +25,16 @@ from cdc.core.compare import ChangeReport
 from cdc.core.excerpts import first_chars
 from cdc.core.refine import MOVE
 from cdc.core.timebins import BINS, HOVER_FORMATS, TICK_FORMATS, bin_range, bin_start, choose_bin
-from cdc.core.verdicts import DIFFERENT_PAGE, MINOR, NEW, REWRITE, UNCHANGED, kept_share, verdict_order
+from cdc.core.verdicts import (
+    DIFFERENT_PAGE,
+    MINOR,
+    NEW,
+    REWRITE,
+    UNCHANGED,
+    changed_share,
+    kept_share,
+    verdict_order,
+)
 from cdc.present.highlight import PALETTE
 from cdc.store import ChangeRow, GenerationInfo
 
@@ -363,9 +372,9 @@ def changed_share_rows(changes: Iterable[ChangeRow]) -> list[HostRow]:
     """
     rows = []
     for change in changes:
-        kept = kept_share(change.unchanged_ratio, change.retained_ratio)
-        if kept is not None and change.previous_generation is not None:
-            rows.append((change.host, change.fetched_at, 1.0 - kept))
+        changed = changed_share(change.unchanged_ratio, change.retained_ratio)
+        if changed is not None and change.previous_generation is not None:
+            rows.append((change.host, change.fetched_at, changed))
     return rows
 
 

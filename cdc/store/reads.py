@@ -14,11 +14,13 @@ from typing import NamedTuple
 
 import duckdb
 
+from cdc.core.captures import current_generation
 from cdc.core.timebins import BINS
-from cdc.core.verdicts import TEMPLATE_ONLY, changed_share_sql, shown_verdict_of
+from cdc.core.verdicts import TEMPLATE_ONLY, shown_verdict_of
 from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.layout import digest_list
 from cdc.store.lookups import _one
+from cdc.store.rows import changed_share_sql
 from cdc.store.schema import TABLES
 
 
@@ -196,7 +198,9 @@ def _versions(connection: duckdb.DuckDBPyConnection, natural_key: str, wanted: s
               page_texts: list[tuple[int, str | None]] | None = None) -> dict[int, Version]:
     """The retained generations among `wanted` of one page, from its texts (`_page_texts`,
     read here unless given) and chunk lists."""
-    texts = {generation: text for generation, text in (page_texts or _page_texts(connection, natural_key))
+    if page_texts is None:
+        page_texts = _page_texts(connection, natural_key)
+    texts = {generation: text for generation, text in page_texts
              if generation in wanted and text is not None}
     chunks: dict[int, list[tuple[bytes, int]]] = {g: [] for g in texts}
     for generation, digests, lengths in connection.execute(
@@ -267,7 +271,7 @@ class Reads:
             # query of its own (two versions of a page of the 100,000-page synthetic store,
             # read one call each: 112-120 -> 85-96 ms, medians of 40 pages).
             page_texts = _page_texts(connection, natural_key)
-            current = max((number for number, _ in page_texts if number <= generation), default=None)
+            current = current_generation((number for number, _ in page_texts), generation)
             return None if current is None else _versions(connection, natural_key, {current},
                                                           page_texts).get(current)
 
@@ -316,6 +320,8 @@ class Reads:
             conditions.append("list_contains(?, c.verdict)")
             values.append(list(verdicts))
         if min_change > 0:
+            # A change not measured (its previous text was gone) or a first sighting counts
+            # as wholly changed here: `--min-change` keeps them, as it always has.
             conditions.append(f"coalesce({changed_share_sql('c')}, 1) >= ?")
             values.append(min_change)
         return ("WHERE " + " AND ".join(conditions)) if conditions else "", values

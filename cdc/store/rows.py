@@ -129,6 +129,14 @@ CHANGE_MEASURES = ChangesRow._fields[4:]
 MEASURES_SET = ", ".join(f"{name} = m.{name}" for name in CHANGE_MEASURES)  # an UPDATE from `m`
 
 
+def changed_share_sql(alias: str = "") -> str:
+    """`cdc.core.verdicts.changed_share` of a change row, in SQL (`alias`: its table's name in
+    the query, a name of this package's, never input). DuckDB's `least` passes over a NULL,
+    as `kept_share` does, and is NULL where both are."""
+    prefix = f"{alias}." if alias else ""
+    return f"(1 - least({prefix}unchanged_ratio, {prefix}retained_ratio))"
+
+
 def report_measures(report: ChangeReport, old: bytes, new: bytes, measure: str) -> tuple:
     """A change row's measures (`CHANGE_MEASURES`, in order) from `report`, the comparison of
     its texts `old` and `new`, measured as `measure` says: what ingest stores

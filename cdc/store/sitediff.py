@@ -22,10 +22,11 @@ from datetime import date, datetime, timedelta
 import duckdb
 import xxhash
 
-from cdc.core.verdicts import UNCHANGED, changed_share, changed_share_sql, shown_verdict_of, verdict_order
+from cdc.core.verdicts import UNCHANGED, changed_share, shown_verdict_of, verdict_order
 from cdc.errors import RunError, RunNotFoundError
 from cdc.store.annotations import annotated_as, annotations_of
 from cdc.store.lookups import _one
+from cdc.store.rows import changed_share_sql
 from cdc.store.runs import RUN_COUNTS
 
 FINISHED, NOT_FINISHED = "finished", "did not finish"
