@@ -23,6 +23,7 @@ the phrase's tokens at consecutive places, which is the same answer without read
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -128,10 +129,15 @@ def locate(text: str, words: str) -> Located | None:
     for line in text.split("\n"):
         if wanted[0] not in line.lower():  # no token of the line is the first: not cut into tokens
             continue
-        found = [(match.group().lower(), match.start(), match.end()) for match in TOKEN.finditer(line)]
-        for at in range(len(found) - len(wanted) + 1):
-            if all(found[at + k][0] == token for k, token in enumerate(wanted)):
-                return Located(line, found[at][1], found[at + len(wanted) - 1][2])
+        # The line's tokens in turn, the last len(wanted) of them kept, up to the first place
+        # that holds the phrase: cutting the whole line into tokens first cost a common
+        # word's 50 excerpts 19.2 ms, this 6.6-10.6 ms (the 100,000-page synthetic store).
+        window: deque[re.Match[str]] = deque(maxlen=len(wanted))
+        for match in TOKEN.finditer(line):
+            window.append(match)
+            if len(window) == len(wanted) and all(
+                    held.group().lower() == token for held, token in zip(window, wanted)):
+                return Located(line, window[0].start(), window[-1].end())
     return None
 
 
