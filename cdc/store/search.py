@@ -225,7 +225,7 @@ class Search:
         and chunk lists are still retained, and that has none yet (a store made before words were kept),
         computed as ingest computes them; returns the rows written. The rest (a previous text
         trimmed by retention) cannot be searched: their edits are not known any more."""
-        from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
+        from cdc.core.chunks import chunks_from_lengths
         from cdc.core.compare import compare
         from cdc.core.editwords import edit_words
         from cdc.store.rows import ChangeWordsRow, arrow_table
@@ -254,10 +254,8 @@ class Search:
                 old, new = held.get((key, previous)), held.get((key, generation))
                 if old is None or new is None:
                     continue
-                old_chunks, new_chunks = (chunks_from_lengths(
-                    [digests[at:at + DIGEST_SIZE] for at in range(0, len(digests), DIGEST_SIZE)], lengths)
-                    for _, digests, lengths in (old, new))
-                report = compare(old_chunks, new_chunks, old_text=old[0], new_text=new[0])
+                report = compare(chunks_from_lengths(*old[1:]), chunks_from_lengths(*new[1:]),
+                                 old_text=old[0], new_text=new[0])
                 found = edit_words(key, generation, run, report.edits, old[0], new[0])
                 if found is not None:
                     rows.append(found)

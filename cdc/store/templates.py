@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from cdc.core.chunks import DIGEST_SIZE, Chunks, chunks_from_lengths
+from cdc.core.chunks import DIGEST_SIZE, chunks_from_lengths
 from cdc.core.compare import compare
 from cdc.store.layout import _digests_of, digest_rows
 from cdc.store.lookups import _by_key_pairs, _for_keys, _gather, _key_table, _keys_of, _registered
@@ -292,8 +292,9 @@ def _templates_of(connection: duckdb.DuckDBPyConnection, hosts: set[str]) -> dic
 
 
 def _own_part(text: str, digests: bytes, lengths: Sequence[int],
-              template: set[bytes]) -> tuple[bytes, Chunks]:
-    """A generation's text and chunks outside its host's template chunks, in order."""
+              template: set[bytes]) -> tuple[bytes, bytes, list[int]]:
+    """A generation's text outside its host's template chunks, and those chunks' digests (end
+    to end) and lengths, in order (`chunks_from_lengths` makes them chunks)."""
     data = text.encode("utf-8")
     parts, kept, kept_lengths, at = [], [], [], 0
     for index, length in enumerate(lengths):
@@ -303,7 +304,7 @@ def _own_part(text: str, digests: bytes, lengths: Sequence[int],
             kept.append(digest)
             kept_lengths.append(length)
         at += length
-    return b"".join(parts), chunks_from_lengths(b"".join(kept), kept_lengths)
+    return b"".join(parts), b"".join(kept), kept_lengths
 
 
 def _measure_own(connection: duckdb.DuckDBPyConnection) -> None:
@@ -324,9 +325,10 @@ def _measure_own(connection: duckdb.DuckDBPyConnection) -> None:
         if (key, generation) not in texts or (key, previous) not in texts:
             continue
         template = templates.get(host, set()) if own else set()
-        old_text, old_chunks = _own_part(*texts[key, previous], template)
-        new_text, new_chunks = _own_part(*texts[key, generation], template)
-        report = compare(old_chunks, new_chunks, old_text=old_text, new_text=new_text)
+        old_text, *old_list = _own_part(*texts[key, previous], template)
+        new_text, *new_list = _own_part(*texts[key, generation], template)
+        report = compare(chunks_from_lengths(*old_list), chunks_from_lengths(*new_list),
+                         old_text=old_text, new_text=new_text)
         measured.append(Remeasured(key, generation, *report_measures(
             report, old_text, new_text, OWN_EDITS if own else EDITS)))
     if measured:
