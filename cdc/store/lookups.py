@@ -9,7 +9,7 @@ Values are always bound parameters; table contents arrive in bulk as Arrow table
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import duckdb
 import pyarrow as pa
@@ -31,11 +31,16 @@ def _key_table(keys: Sequence[str]) -> pa.Table:
 
 @contextmanager
 def _registered(connection: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    """`table` readable as `name` within the block. Where the block failed, the error seen is
+    its own: a transaction it aborted refuses the unregister too, whose error hid the cause."""
     connection.register(name, table)
     try:
         yield
-    finally:
-        connection.unregister(name)
+    except BaseException:
+        with suppress(duckdb.Error):
+            connection.unregister(name)
+        raise
+    connection.unregister(name)
 
 
 def _by_keys(connection: duckdb.DuckDBPyConnection, query: str, keys: Sequence[str],

@@ -172,8 +172,9 @@ _PHRASE_SCHEMA = pa.schema([("search", pa.int32()), ("query", pa.string()), ("ad
 _TOKEN_SCHEMA = pa.schema([("added", pa.bool_()), ("phrase", pa.int32()), ("token", pa.string()),
                           ("offsets", pa.list_(pa.int32())), ("length", pa.int32()),
                           ("tokens", pa.int32())])
+_SINGLE_SCHEMA = pa.schema([("search", pa.int32()), ("added", pa.bool_()), ("token", pa.string())])
 _VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
-REGISTERED = ("search_phrases", "search_tokens", "search_verdicts")
+REGISTERED = ("search_phrases", "search_tokens", "search_singles", "search_verdicts")
 # Past this many tokens of a run's watches, the run's index rows are read in one scan.
 TOKENS_SCANNED_APART = 8
 
@@ -184,6 +185,7 @@ class WantedTables(NamedTuple):
 
     search_phrases: pa.Table  # a row (numbered) per side a search reads: its phrase (a number), the filters
     search_tokens: pa.Table  # a row per distinct token of each distinct (side, phrase), its offsets in it
+    search_singles: pa.Table  # a row per side a search reads whose phrase is one token: (search, side, token)
     search_verdicts: pa.Table  # a row per verdict a search keeps
     single: list[str]  # the distinct tokens of the phrases of one token: a scan of the index each
     longer: list[str]  # and of the longer phrases
@@ -198,7 +200,7 @@ class WantedTables(NamedTuple):
 def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
     """The searches, by name, as the matching query reads them (`matches_query`). Each
     distinct phrase of a side is matched once, however many searches ask for it."""
-    phrases, verdicts = [], []
+    phrases, verdicts, singles = [], [], []
     tokens: dict[tuple[bool, str], list[tuple]] = {}
     numbers: dict[tuple[bool, str], int] = {}
     for name, words in searches.items():
@@ -211,6 +213,8 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
             phrases.append((len(phrases), name, added, number, both, words.host, words.since, words.until,
                             words.include_template))
             found = phrase.split()
+            if len(found) == 1:
+                singles.append((len(phrases) - 1, added, found[0]))
             offsets: dict[str, list[int]] = {}
             for offset, token in enumerate(found):
                 offsets.setdefault(token, []).append(offset)
@@ -225,7 +229,7 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
         raise ValueError("searches of other labels are matched apart")
     token_rows = [row for rows in tokens.values() for row in rows]
     return WantedTables(table(phrases, _PHRASE_SCHEMA), table(token_rows, _TOKEN_SCHEMA),
-                        table(verdicts, _VERDICT_SCHEMA),
+                        table(singles, _SINGLE_SCHEMA), table(verdicts, _VERDICT_SCHEMA),
                         sorted({token for _, _, token, _, length, _ in token_rows if length == 1}),
                         sorted({token for _, _, token, _, length, _ in token_rows if length > 1}),
                         by_host=any(words.host for words in searches.values()), by_verdict=bool(verdicts),
@@ -248,8 +252,8 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
     URL on every hit cost a common word's search 130 of its 300 ms)."""
     in_run = "AND run = ?" if run is not None else ""
 
-    def scans(columns: str, tokens: list[str], lengths: str) -> tuple[str, list]:
-        """The index rows of `tokens` (those of the phrases of `lengths`): a scan per token
+    def scans(columns: str, tokens: list[str], listed: str) -> tuple[str, list]:
+        """The index rows of `tokens` (the `token` column of the query `listed`): a scan per token
         where the whole index is read (DuckDB reads a token's row groups only, by their zone
         maps, where the filter is `token = ?`); one scan of the run's rows, joined with the
         tokens, for the many tokens of a run's watches (a scan per token read the run's row
@@ -258,14 +262,14 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             return f"SELECT {columns} FROM change_tokens WHERE false", []
         if run is not None and len(tokens) > TOKENS_SCANNED_APART:
             return (f"""SELECT {columns} FROM change_tokens
-                        SEMI JOIN (SELECT DISTINCT token FROM search_tokens WHERE {lengths}) USING (token)
+                        SEMI JOIN (SELECT DISTINCT token FROM ({listed})) USING (token)
                         WHERE run = ?""", [run])
         scan = f"SELECT {columns} FROM change_tokens WHERE token = ? {in_run}"
         return " UNION ALL ".join([scan] * len(tokens)), [
             value for token in tokens for value in (token, run) if value is not None]
 
-    single, single_values = scans("token, added, natural_key, generation, run", wanted.single, "length = 1")
-    longer, longer_values = scans("*", wanted.longer, "length > 1")
+    single, single_values = scans("token, added, natural_key, generation, run", wanted.single, "SELECT token FROM search_singles")
+    longer, longer_values = scans("*", wanted.longer, "SELECT token FROM search_tokens WHERE length > 1")
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
             SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
             WHERE s.each_side GROUP BY ALL HAVING count(DISTINCT s.added) = 2
@@ -301,12 +305,11 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             "SELECT natural_key, generation FROM changes WHERE template_only))"]
         changes = ""
     return f"""
-        WITH single AS (  -- the sides that hold a phrase of one token, by search (one join)
+        WITH single AS (  -- the sides that hold a phrase of one token, by search: one join,
+            -- with the searches' (side, token) pairs as they are listed (DuckDB joined the
+            -- rows with the phrases' tokens first, on the token alone: each row once per side)
             SELECT s.search, t.natural_key, t.generation, t.run
-            FROM ({single}) t JOIN (
-                SELECT s.search, s.added, w.token FROM search_phrases s
-                JOIN search_tokens w ON w.added = s.added AND w.phrase = s.phrase AND w.length = 1
-            ) s ON s.token = t.token AND s.added = t.added
+            FROM ({single}) t JOIN search_singles s ON s.token = t.token AND s.added = t.added
         ), found AS MATERIALIZED (  -- the index rows of the tokens of longer phrases, with their places
             {longer}
         ), rarest AS (  -- each longer phrase's two tokens of fewest rows (a side has no rows
