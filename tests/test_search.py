@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
+import cdc.store.search
 from cdc.analyst.annotations import annotate
 from cdc.analyst.queries import compare_generations
 from cdc.analyst.search import SearchQuery, add_watch, search, watch_hits, watches
@@ -120,6 +121,34 @@ def test_phrases_are_whole_words_case_insensitive_and_characters_in_cjk(tmp_path
     [hit] = search(store, SearchQuery(added="2,980円")).hits
     assert "2,980円" in hit.excerpt and hit.previous_generation == crawlgen.generation(0)
     assert hit.generation == crawlgen.generation(1)
+
+
+@pytest.mark.parametrize("newest", [3, 30])
+def test_each_page_of_hits_is_that_part_of_all_of_them_newest_first(tmp_path, monkeypatch, newest):
+    """A page of hits is looked for among the newest changes first (`cdc.store.search`): with
+    that set cut to a few changes, fetched at times many changes share, every page is still
+    the part of the whole list it stands for, in the whole list's order. The 3 newest changes
+    hold no hit (every page is looked for again among all); the 30 newest, 12 of the 36."""
+    store = Store(tmp_path / "cdc.duckdb")
+    sentences = ["The climate talks opened in {}.", "Climate money was pledged to {}.",
+                 "Nothing on climate in {}."]
+    # Each page's own sentences (no template), and newer changes without the word.
+    climate = [record for page in range(6) for record in history(
+        f"https://news.example/{page}",
+        *(f"{PARAGRAPH}\n{sentences[(page + version) % 3].format(page)}\n{CLOSING}" for version in range(4)))]
+    others = [record for page in range(8) for record in history(
+        f"https://other.example/{page}", *(f"{PARAGRAPH}\nPage {page}, issue {version}.\n{CLOSING}"
+                                           for version in range(7)))]
+    ingest(store, climate + others)
+    query = SearchQuery(text="climate")
+    every = [(hit.url, hit.generation, hit.side) for hit in search(store, query, limit=None).hits]
+    assert len(every) == 6 * 3 * 2  # each change removed one sentence and added another
+    monkeypatch.setattr(cdc.store.search, "NEWEST_CHANGES", newest)
+    monkeypatch.setattr(cdc.store.search, "NEWEST_PER_HIT", 1)
+    for offset in range(0, len(every) + 2, 5):
+        page = search(store, query, limit=5, offset=offset)
+        assert [(hit.url, hit.generation, hit.side) for hit in page.hits] == every[offset:offset + 5]
+        assert page.total == len(every)
 
 
 def test_words_are_those_of_the_exact_edits_and_erased_with_the_page(tmp_path):

@@ -157,20 +157,26 @@ class Search:
                       newest: int | None) -> list[tuple]:
         """The hits registered as `found_hits` (`matches_query`'s narrow rows) from `offset`,
         `limit` of them, each with its change row and page, newest change first: among the
-        `newest` changes only (None: all), so fewer than asked for where the page's hits
-        are not all among those changes."""
+        changes fetched no earlier than the `newest`-th newest (None: all), so fewer than
+        asked for where the page's hits are not all among those changes. Every change
+        fetched after one of those is among them, so the hits found there are the newest
+        of all. The time is looked up first and bound: a filter the scan of `changes` applies
+        by its zone maps (the newest changes themselves, ordered with their columns, cost
+        a common word's search 33 of its 49 ms here; the time alone, 16)."""
         tail, values = ("LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
-        within, bound = (("ORDER BY fetched_at DESC, natural_key, generation DESC LIMIT ?", [newest])
-                         if newest is not None else ("", []))
+        since = None
+        if newest is not None:
+            (since,) = _one(connection.execute("""
+                SELECT min(fetched_at) FROM (
+                    SELECT fetched_at FROM changes ORDER BY fetched_at DESC LIMIT ?)""", [newest]))
+        within, bound = ("WHERE c.fetched_at >= ?", [since]) if since is not None else ("", [])
         return connection.execute(f"""
             SELECT h.natural_key, p.url, p.host, h.generation, h.previous_generation, h.fetched_at,
                    h.verdict, h.template_only, h.run, h.side FROM (
                 SELECT h.natural_key, h.generation, c.previous_generation, c.fetched_at, c.verdict,
                        c.template_only, h.run, h.side
-                FROM found_hits h JOIN (
-                    SELECT natural_key, generation, previous_generation, fetched_at, verdict, template_only
-                    FROM changes {within}
-                ) c USING (natural_key, generation)
+                FROM found_hits h JOIN changes c USING (natural_key, generation)
+                {within}
                 ORDER BY c.fetched_at DESC, h.natural_key, h.generation DESC, h.side {tail}) h
             JOIN pages p USING (natural_key)
             ORDER BY h.fetched_at DESC, h.natural_key, h.generation DESC, h.side""",

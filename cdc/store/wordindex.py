@@ -268,7 +268,8 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
         return " UNION ALL ".join([scan] * len(tokens)), [
             value for token in tokens for value in (token, run) if value is not None]
 
-    single, single_values = scans("token, added, natural_key, generation, run", wanted.single, "SELECT token FROM search_singles")
+    single, single_values = scans("token, added, natural_key, generation, run", wanted.single,
+                                  "SELECT token FROM search_singles")
     longer, longer_values = scans("*", wanted.longer, "SELECT token FROM search_tokens WHERE length > 1")
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
             SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
