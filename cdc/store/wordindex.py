@@ -34,7 +34,9 @@ and this in turn. 20 watches still add 0.8 s to a 1.5 s run's end: the 600,000 h
 themselves, matched and written keyed by URL strings. Template-only changes left out by a
 mark join (`NOT IN`): that join 77 -> 16 ms, the query 550 -> 460 ms of CPU; and a run's end
 on every core (`Store.finish_run`): 1.72 -> 1.29 s, with the 20 watches 2.45 -> 1.77 s
-(1.38x; CPU 1.47x).
+(1.38x; CPU 1.47x). Then the one-token phrases, joined once on (side, token) with a table of
+the searches' pairs (`search_singles`; DuckDB had joined on the token alone first, each row
+once per side): the common word's match either side 95 -> 70 ms, warm, one connection.
 """
 
 from __future__ import annotations
