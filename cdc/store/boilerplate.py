@@ -10,18 +10,19 @@ from typing import NamedTuple
 
 import duckdb
 
-from cdc.store.layout import _chunks_of
+from cdc.store.layout import _chunks_of, _digests_of
 from cdc.store.lookups import _by_keys
 from cdc.store.templates import BOILERPLATE_MIN_PAGES, BOILERPLATE_SHARE, TEMPLATE_DIGESTS
 
-# The chunks the boilerplate queries count, the lists joined with their pages first:
-# of one host's latest generations (binds the host);
-_HOST_CHUNKS = _chunks_of("""(
+# The chunk lists the boilerplate queries count, joined with their pages first: of one host's
+# latest generations (binds the host);
+_HOST_LISTS = """
     SELECT c.natural_key, c.generation, c.digests, c.lengths
     FROM chunk_lists c JOIN pages p
       ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
-    WHERE p.host = ?)""")
-# and of every page's latest generation, with its host.
+    WHERE p.host = ?"""
+_LISTED_DIGESTS = "SELECT natural_key, generation, digests FROM host_lists"  # the digests of those lists
+# and the chunks of every page's latest generation, with its host.
 _LATEST_CHUNKS = _chunks_of("""(
     SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
     FROM chunk_lists l JOIN pages p
@@ -68,34 +69,33 @@ class Boilerplate:
                          with_samples: bool = False) -> list[HostDigest]:
         """Digests on more than `share` of a host's pages (latest generations), at least
         `min_pages` of them, most pages first, with one place to cut a sample from (and,
-        `with_samples`, the sample's bytes, read through the same connection). The place
-        carries the chunk's offset, summed here from the host's chunk rows that the count
-        reads anyway, so a sample costs one lookup of its text."""
+        `with_samples`, the sample's bytes, read through the same connection). The count
+        reads the digests alone; the place's offset and length are taken from its chunk
+        list, for the few digests kept (an offset summed for every chunk of the host, to
+        keep ten, cost a tenth of the query), so a sample costs one lookup of its text."""
+        place = ("""SELECT c.*, coalesce(list_sum(l.lengths[1:c.sample.chunk_index]), 0) AS "offset",
+                         l.lengths[c.sample.chunk_index + 1] AS length
+                  FROM kept c JOIN host_lists l
+                    ON l.natural_key = c.sample.natural_key AND l.generation = c.sample.generation"""
+                 if with_samples else "SELECT * FROM kept")
         with self.reading() as connection:
-            rows = connection.execute("""
-                WITH chunks AS (SELECT * FROM {chunks}),
-                latest AS (
-                    SELECT *, sum(length) OVER (PARTITION BY natural_key ORDER BY chunk_index)
-                                - length AS offset
-                    FROM chunks
-                ),
+            rows = connection.execute(f"""
+                WITH host_lists AS ({_HOST_LISTS}),
                 host_size AS (SELECT count(*) AS pages FROM pages WHERE host = ?),
-                counted AS (
+                kept AS (
                     SELECT digest, count(DISTINCT natural_key) AS pages,
+                           count(DISTINCT natural_key) / h.pages AS share,
                            min(struct_pack(natural_key := natural_key, generation := generation,
-                                           chunk_index := chunk_index, "offset" := "offset",
-                                           length := length)) AS sample
-                    FROM latest GROUP BY digest
+                                           chunk_index := chunk_index)) AS sample
+                    FROM {_digests_of(_LISTED_DIGESTS, in_order=True)} CROSS JOIN host_size h
+                    GROUP BY digest, h.pages
+                    HAVING count(DISTINCT natural_key) >= ? AND count(DISTINCT natural_key) > ? * h.pages
                 )
-                SELECT c.digest, c.pages, c.pages / h.pages AS share,
-                       c.sample.natural_key, c.sample.generation, c.sample.chunk_index
-                       {extra}
-                FROM counted c, host_size h
-                WHERE c.pages >= ? AND c.pages > ? * h.pages
-                ORDER BY c.pages DESC, c.digest
-            """.format(extra=', c.sample."offset", c.sample.length' if with_samples else "",
-                       chunks=_HOST_CHUNKS),
-                [host, host, min_pages, share]).fetchall()
+                SELECT digest, pages, share, sample.natural_key, sample.generation, sample.chunk_index
+                       {', "offset", length' if with_samples else ""}
+                FROM ({place})
+                ORDER BY pages DESC, digest
+            """, [host, host, min_pages, share]).fetchall()
             if not with_samples:
                 return [HostDigest(*row) for row in rows]
             texts = self._texts(connection, {(row[3], row[4]) for row in rows})
