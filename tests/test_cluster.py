@@ -222,13 +222,16 @@ def test_ctrl_c_keeps_committed_partitions_and_a_rerun_converges(client, tmp_pat
     # The first partition built is committed alone: the others wait until it is. Left to
     # themselves, this test's small partitions had all ended by the first write on a loaded
     # CI machine, and went in whole in its one transaction.
-    first, go = f"first-build-{tmp_path.name}", f"built-{tmp_path.name}"
+    # One token, taken by the build that starts first; the others wait for the commit. (A
+    # lock held by a task is let go once its lease times out, 30 s after that task ends.)
+    token, first_committed = f"first-build-{tmp_path.name}", f"first-committed-{tmp_path.name}"
+    distributed.Queue(token, client=client).put(True)
     build = cdc.ingest.cluster.build_partition
 
     def build_after_the_first_commit(*args, **kwargs):
-        if not distributed.Lock(first).acquire(blocking=False):
+        if not distributed.Queue(token).get(batch=True):  # what is there, at once
             distributed.secede()  # waiting, the worker runs the tasks the first write needs
-            distributed.Event(go).wait(timeout=120)
+            assert distributed.Event(first_committed).wait(timeout=120), "no partition was committed"
             distributed.rejoin()
         return build(*args, **kwargs)
 
@@ -244,7 +247,7 @@ def test_ctrl_c_keeps_committed_partitions_and_a_rerun_converges(client, tmp_pat
         # (the run then ended whole). Real signals to a real `cdc ingest` are test_lifeline's.
         if summary.written and not committed:
             committed.append(summary.written)
-            distributed.Event(go, client=client).set()
+            distributed.Event(first_committed, client=client).set()
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

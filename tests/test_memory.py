@@ -3,7 +3,7 @@ MB is ingested by `Ingester` in a process of its own, which notes after each bat
 resident set during that batch (Linux's `VmHWM`, reset after each through
 `/proc/self/clear_refs`); the median of those peaks over the input's last third is held
 against their median over its first: holding the input whole, or anything of each of its
-records, would add more than the bound. The first third is twelve batches: an ingest's peak
+records, would add more than the bound. The first third's batches include the first: an ingest's peak
 still rises over its first few (the libraries' first use, the pools' first fill: 23-57 MB
 more at 600 records than at 2,000), and flat after (366.6, 367.0 and 366.6 MB at 2,000,
 3,000 and 6,000 records, one process, batches of 500). Batches of 250 records, where the
@@ -19,7 +19,7 @@ mark over four by the luck of the draw (422.8 against 444.9 MB in one CI run). A
 that kept something of each record rises in every batch, and so in the median, by the input
 between the thirds (73 MB of JSONL).
 
-The thirds are twelve batches each: one process's batch peaks spread over 343-383 MB with no
+The thirds are twelve batches each (3,000 records): one process's batch peaks spread over 343-383 MB with no
 trend (24 batches, twice), so the medians of eight batches each (a 2,000-record third) stood
 -7 to +17 MB apart over four runs, against a bound of 16 MB then (a CI run failed at +16.7).
 
@@ -100,5 +100,5 @@ def test_peak_memory_of_an_ingest_does_not_grow_with_its_input(tmp_path, large_i
     source, small, large = large_input
     assert large > 100e6
     small_peak, large_peak = peaks_mb(tmp_path / "store.duckdb", source, processes, SMALL)
-    # Between the two windows lie 6,000 records: 73 MB of JSONL, so a bound of 24 MB.
+    # The windows' starts, and their ends, lie 6,000 records apart: 73 MB of JSONL, a bound of 24 MB.
     assert large_peak - small_peak < (large - small) / 1e6 / 3, (small_peak, large_peak)

@@ -123,12 +123,14 @@ def test_phrases_are_whole_words_case_insensitive_and_characters_in_cjk(tmp_path
     assert hit.generation == crawlgen.generation(1)
 
 
-@pytest.mark.parametrize("newest", [3, 30])
-def test_each_page_of_hits_is_that_part_of_all_of_them_newest_first(tmp_path, monkeypatch, newest):
-    """A page of hits is looked for among the newest changes first (`cdc.store.search`): with
-    that set cut to a few changes, fetched at times many changes share, every page is still
-    the part of the whole list it stands for, in the whole list's order. The 3 newest changes
-    hold no hit (every page is looked for again among all); the 30 newest, 12 of the 36."""
+@pytest.mark.parametrize(("newest", "pages_found_there"), [(3, set()), (30, {0, 5})])
+def test_each_page_of_hits_is_that_part_of_all_of_them_newest_first(tmp_path, monkeypatch, newest,
+                                                                    pages_found_there):
+    """A page of hits is looked for among the newest changes first (`cdc.store.search`), at
+    least `newest` of them: with that set cut to a few changes, fetched at times many changes
+    share, every page is still the part of the whole list it stands for, in its order. The
+    newest changes then hold no hit (each page is looked for again among all), or (30 of
+    them, cut inside a tie of 14 changes) 12 of the 36: the first two pages of five."""
     store = Store(tmp_path / "cdc.duckdb")
     sentences = ["The climate talks opened in {}.", "Climate money was pledged to {}.",
                  "Nothing on climate in {}."]
@@ -145,10 +147,21 @@ def test_each_page_of_hits_is_that_part_of_all_of_them_newest_first(tmp_path, mo
     assert len(every) == 6 * 3 * 2  # each change removed one sentence and added another
     monkeypatch.setattr(cdc.store.search, "NEWEST_CHANGES", newest)
     monkeypatch.setattr(cdc.store.search, "NEWEST_PER_HIT", 1)
-    for offset in range(0, len(every) + 2, 5):
+    looked_among_all = set()
+    page_of_hits = cdc.store.search.Search._page_of_hits
+
+    def noted(connection, limit, offset, newest):
+        if newest is None:
+            looked_among_all.add(offset)
+        return page_of_hits(connection, limit, offset, newest)
+
+    monkeypatch.setattr(cdc.store.search.Search, "_page_of_hits", staticmethod(noted))
+    offsets = range(0, len(every) + 6, 5)
+    for offset in offsets:
         page = search(store, query, limit=5, offset=offset)
         assert [(hit.url, hit.generation, hit.side) for hit in page.hits] == every[offset:offset + 5]
         assert page.total == len(every)
+    assert looked_among_all == {offset for offset in offsets if offset < len(every)} - pages_found_there
 
 
 def test_words_are_those_of_the_exact_edits_and_erased_with_the_page(tmp_path):

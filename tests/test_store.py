@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 
 import duckdb
+import pyarrow as pa
 import pytest
 import xxhash
 
@@ -389,3 +390,14 @@ def test_two_stores_open_at_once_each_read_their_own_tables(tmp_path):
         assert b.execute("SELECT value FROM meta WHERE key = 'which'").fetchall() == [("two",)]
         with empty.writing() as connection:  # made a store, as it would be alone
             assert connection.execute("SELECT count(*) FROM pages").fetchall() == [(0,)]
+
+
+def test_a_failed_query_over_a_registered_table_raises_its_own_error(tmp_path):
+    """A query that fails inside a write transaction aborts it, and DuckDB then refuses to
+    unregister the table the query read: the error raised is the query's, not that one."""
+    store = Store(tmp_path / "store.duckdb")
+    given = pa.table({"x": ["not-a-number"]})
+    with (pytest.raises(duckdb.ConversionException, match="not-a-number"), store.writing() as connection,
+          lookups._registered(connection, "given", given)):
+        connection.execute("SELECT CAST(x AS INTEGER) FROM given").fetchall()
+    assert store.meta()  # the store is there and readable after the rollback

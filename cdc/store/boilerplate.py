@@ -21,7 +21,6 @@ _HOST_LISTS = """
     FROM chunk_lists c JOIN pages p
       ON p.natural_key = c.natural_key AND c.generation = p.latest_generation
     WHERE p.host = ?"""
-_LISTED_DIGESTS = "SELECT natural_key, generation, digests FROM host_lists"  # the digests of those lists
 # and the chunks of every page's latest generation, with its host.
 _LATEST_CHUNKS = _chunks_of("""(
     SELECT p.host, l.natural_key, l.generation, l.digests, l.lengths
@@ -78,6 +77,7 @@ class Boilerplate:
                   FROM kept c JOIN host_lists l
                     ON l.natural_key = c.sample.natural_key AND l.generation = c.sample.generation"""
                  if with_samples else "SELECT * FROM kept")
+        listed = _digests_of("SELECT natural_key, generation, digests FROM host_lists", in_order=True)
         with self.reading() as connection:
             rows = connection.execute(f"""
                 WITH host_lists AS ({_HOST_LISTS}),
@@ -87,7 +87,7 @@ class Boilerplate:
                            count(DISTINCT natural_key) / h.pages AS share,
                            min(struct_pack(natural_key := natural_key, generation := generation,
                                            chunk_index := chunk_index)) AS sample
-                    FROM {_digests_of(_LISTED_DIGESTS, in_order=True)} CROSS JOIN host_size h
+                    FROM {listed} CROSS JOIN host_size h
                     GROUP BY digest, h.pages
                     HAVING count(DISTINCT natural_key) >= ? AND count(DISTINCT natural_key) > ? * h.pages
                 )

@@ -130,9 +130,9 @@ class Search:
 
         The hits are found without their change rows (`matches_query`, narrow) and fetched
         as Arrow (127,000 of a common word in a few ms); a page of them is ordered by
-        joining them with the newest `NEWEST_CHANGES` changes only (all of that word's hits
-        joined with every change cost 130 ms), and with every change only when these hold
-        fewer hits than the page asks."""
+        joining them with the changes fetched since the `NEWEST_CHANGES`-th newest only (all
+        of that word's hits joined with every change cost 130 ms), and with every change
+        only when these hold fewer hits than the page asks (`_page_of_hits`)."""
         with self.reading() as connection:
             query, matched, registered = _matched(connection, {"": words}, words.run, narrow=True)
             with registered:

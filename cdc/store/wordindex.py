@@ -187,7 +187,7 @@ class WantedTables(NamedTuple):
 
     search_phrases: pa.Table  # a row (numbered) per side a search reads: its phrase (a number), the filters
     search_tokens: pa.Table  # a row per distinct token of each distinct (side, phrase), its offsets in it
-    search_singles: pa.Table  # a row per side a search reads whose phrase is one token: (search, side, token)
+    search_singles: pa.Table  # a row per side a search reads whose phrase is one token: search, added, token
     search_verdicts: pa.Table  # a row per verdict a search keeps
     single: list[str]  # the distinct tokens of the phrases of one token: a scan of the index each
     longer: list[str]  # and of the longer phrases

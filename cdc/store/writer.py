@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -344,13 +345,10 @@ class Writer:
                   "batch_checked": batch.checked, "batch_fetches": batch.fetches, "batch_seen": batch.seen,
                   "removed_generations": batch.removed_generations, "removed_changes": batch.removed_changes,
                   "batch_words": batch.words}
-        for name, table in tables.items():
-            connection.register(name, table)
-        try:
+        with ExitStack() as registered:
+            for name, table in tables.items():
+                registered.enter_context(_registered(connection, name, table))
             self._write_tables(connection, batch)
-        finally:
-            for name in tables:
-                connection.unregister(name)
 
     def _write_tables(self, connection: duckdb.DuckDBPyConnection, batch: WriteBatch) -> None:
         """`write`'s statements, with the batch's tables registered. Each touches only the
@@ -412,14 +410,11 @@ class Writer:
         """The validators of each page among `keys` the store has."""
         if not keys:
             return {}
-        connection.register("wanted_keys", pa.table({"natural_key": pa.array(list(keys), pa.string())}))
-        try:
+        with _registered(connection, "wanted_keys", _key_table(keys)):
             rows = connection.execute("""
                 SELECT p.natural_key, p.etag, p.last_modified
                 FROM pages p JOIN wanted_keys w USING (natural_key)
             """).fetchall()
-        finally:
-            connection.unregister("wanted_keys")
         return {key: Validators(etag, last_modified) for key, etag, last_modified in rows}
 
 
@@ -429,16 +424,13 @@ class Writer:
         if not rows:
             return
         keys, etags, modified = zip(*rows)
-        connection.register("batch_validators", pa.table({
-            "natural_key": pa.array(keys, pa.string()), "etag": pa.array(etags, pa.string()),
-            "last_modified": pa.array(modified, pa.string())}))
-        try:
+        with _registered(connection, "batch_validators", pa.table({
+                "natural_key": pa.array(keys, pa.string()), "etag": pa.array(etags, pa.string()),
+                "last_modified": pa.array(modified, pa.string())})):
             connection.execute("""
                 UPDATE pages SET etag = v.etag, last_modified = v.last_modified
                 FROM batch_validators v WHERE pages.natural_key = v.natural_key
             """)
-        finally:
-            connection.unregister("batch_validators")
 
 
     def mark_checked(self, connection: duckdb.DuckDBPyConnection,
@@ -449,9 +441,9 @@ class Writer:
         if not rows:
             return
         keys, times = zip(*rows)
-        connection.register("batch_checked", pa.table({
-            "natural_key": pa.array(keys, pa.string()), "last_checked": pa.array(times, pa.timestamp("us"))}))
-        try:
+        checked = pa.table({"natural_key": pa.array(keys, pa.string()),
+                            "last_checked": pa.array(times, pa.timestamp("us"))})
+        with _registered(connection, "batch_checked", checked):
             _for_keys(connection, """
                 UPDATE pages SET last_checked = greatest(pages.last_checked, c.last_checked)
                 FROM (SELECT natural_key, max(last_checked) AS last_checked
@@ -467,8 +459,6 @@ class Writer:
                                WHERE natural_key IN ({{keys}})) g
                       ON g.natural_key = c.natural_key AND c.last_checked >= g.fetched_at
                 """, keys, "generations")
-        finally:
-            connection.unregister("batch_checked")
 
     def _trim(self, connection: duckdb.DuckDBPyConnection, keys: Sequence[str] | None) -> int:
         """Drop text and chunk lists of generations past each page's retention limit: all but
