@@ -172,8 +172,7 @@ _PHRASE_SCHEMA = pa.schema([("search", pa.int32()), ("query", pa.string()), ("ad
                            ("since", pa.timestamp("us")), ("until", pa.timestamp("us")),
                            ("include_template", pa.bool_())])
 _TOKEN_SCHEMA = pa.schema([("added", pa.bool_()), ("phrase", pa.int32()), ("token", pa.string()),
-                          ("offsets", pa.list_(pa.int32())), ("length", pa.int32()),
-                          ("tokens", pa.int32())])
+                          ("offsets", pa.list_(pa.int32())), ("tokens", pa.int32())])
 _SINGLE_SCHEMA = pa.schema([("search", pa.int32()), ("added", pa.bool_()), ("token", pa.string())])
 _VERDICT_SCHEMA = pa.schema([("query", pa.string()), ("verdict", pa.string())])
 REGISTERED = ("search_phrases", "search_tokens", "search_singles", "search_verdicts")
@@ -186,7 +185,7 @@ class WantedTables(NamedTuple):
     their names (`REGISTERED`), and what its SQL is made of."""
 
     search_phrases: pa.Table  # a row (numbered) per side a search reads: its phrase (a number), the filters
-    search_tokens: pa.Table  # a row per distinct token of each distinct (side, phrase), its offsets in it
+    search_tokens: pa.Table  # a row per distinct token of each distinct (side, longer phrase), its offsets
     search_singles: pa.Table  # a row per side a search reads whose phrase is one token: search, added, token
     search_verdicts: pa.Table  # a row per verdict a search keeps
     single: list[str]  # the distinct tokens of the phrases of one token: a scan of the index each
@@ -215,12 +214,13 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
             phrases.append((len(phrases), name, added, number, both, words.host, words.since, words.until,
                             words.include_template))
             found = phrase.split()
-            if len(found) == 1:
+            if len(found) == 1:  # matched by its token alone (`search_singles`)
                 singles.append((len(phrases) - 1, added, found[0]))
+                continue
             offsets: dict[str, list[int]] = {}
             for offset, token in enumerate(found):
                 offsets.setdefault(token, []).append(offset)
-            tokens[added, phrase] = [(added, number, token, places, len(found), len(offsets))
+            tokens[added, phrase] = [(added, number, token, places, len(offsets))
                                      for token, places in offsets.items()]
 
     def table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
@@ -232,8 +232,8 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
     token_rows = [row for rows in tokens.values() for row in rows]
     return WantedTables(table(phrases, _PHRASE_SCHEMA), table(token_rows, _TOKEN_SCHEMA),
                         table(singles, _SINGLE_SCHEMA), table(verdicts, _VERDICT_SCHEMA),
-                        sorted({token for _, _, token, _, length, _ in token_rows if length == 1}),
-                        sorted({token for _, _, token, _, length, _ in token_rows if length > 1}),
+                        sorted({token for _, _, token in singles}),
+                        sorted({token for _, _, token, _, _ in token_rows}),
                         by_host=any(words.host for words in searches.values()), by_verdict=bool(verdicts),
                         by_time=any(words.since or words.until for words in searches.values()),
                         template_kept=all(words.include_template for words in searches.values()),
@@ -272,7 +272,7 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
 
     single, single_values = scans("token, added, natural_key, generation, run", wanted.single,
                                   "SELECT token FROM search_singles")
-    longer, longer_values = scans("*", wanted.longer, "SELECT token FROM search_tokens WHERE length > 1")
+    longer, longer_values = scans("*", wanted.longer, "SELECT token FROM search_tokens")
     both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
             SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
             WHERE s.each_side GROUP BY ALL HAVING count(DISTINCT s.added) = 2
@@ -323,7 +323,6 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             FROM search_tokens w
             LEFT JOIN (SELECT added, token, count(*) AS rows FROM found GROUP BY ALL) n
                    ON n.added = w.added AND n.token = w.token
-            WHERE w.length > 1
         ), ends AS (  -- their rows, each with the places the phrase may start at (a token of
             -- several offsets: at any of them; `held` asks for all)
             SELECT r.added, r.phrase, r.rank, r.tokens, f.natural_key, f.generation,
@@ -345,7 +344,7 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             -- (materialized: DuckDB otherwise joined `found` with every phrase's tokens first,
             -- 850,000 rows for 10 phrases, and only then with the sides)
             SELECT b.*, w.token, w.offsets, w.tokens
-            FROM bounds b JOIN search_tokens w ON w.added = b.added AND w.phrase = b.phrase AND w.length > 1
+            FROM bounds b JOIN search_tokens w ON w.added = b.added AND w.phrase = b.phrase
         ), longer AS (  -- the rows of a longer phrase's tokens on those sides
             SELECT t.added, t.phrase, f.natural_key, f.generation, f.run, f.positions, t.offsets, t.tokens
             FROM found f JOIN sought t ON f.added = t.added AND f.token = t.token
