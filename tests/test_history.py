@@ -244,11 +244,10 @@ def test_a_reader_never_sees_half_a_history(tmp_path):
     assert len(seen) == len(records[::2]) // 2 and seen == [0] * len(seen)
 
 
-def test_a_run_writes_no_text_its_end_would_trim_after_its_last_batch(tmp_path):
-    """A history imported in one batch: the texts past the newest three are never written, so
-    the run leaves no dead bytes to compact, and the store is that of the same import in
-    batches of two records, whose earlier batches keep every text for the later ones (a
-    fetch may land next to any of them) until the run's end trims them."""
+def test_a_run_writes_no_text_its_end_would_trim_where_its_batch_has_newer_ones(tmp_path):
+    """A history imported in one batch: the texts past the newest three are never written,
+    so the run leaves no dead bytes to compact. In batches of two records each batch's are
+    the newest yet, so they are written, and trimmed at the run's end; the store is the same."""
     records = crawlgen.crawl(hosts=1, pages=2, versions=6)
     whole, batched = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "batched.duckdb")
     ingest(whole, records)
@@ -259,6 +258,74 @@ def test_a_run_writes_no_text_its_end_would_trim_after_its_last_batch(tmp_path):
         assert connection.execute("SELECT count(text) FROM generations").fetchone() == (6,)
     with duckdb.connect(str(batched.path), read_only=True) as connection:
         assert batched.trimmed_bytes(connection) > 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == [  # no texts kept beside them
+        "batched.duckdb", "batched.duckdb.lock", "whole.duckdb", "whole.duckdb.lock"]
+
+
+def _newest_first(seed: int) -> list[dict]:
+    """Two pages of eight hourly versions: each page's newest five first (a batch of five
+    writes three of their texts), then the older three, which land before them."""
+    pages = [records_of([(f"https://a.example/p{page}", hour, body)
+                         for hour, body in enumerate(bodies(seed + page, 8))]) for page in range(2)]
+    return [*pages[0][3:], *pages[1][3:], *pages[0][:3], *pages[1][:3]]
+
+
+def test_a_fetch_next_to_a_text_an_earlier_batch_expired_is_measured_with_it(tmp_path, monkeypatch):
+    """Batches of five records: a later batch's fetch lands before versions an earlier batch
+    did not write (three newer ones came with them). It is measured with their texts all the
+    same: the same store as one batch makes, exact edits and all."""
+    from cdc.store import pending
+
+    found = []
+    original = pending.PendingTexts.find
+    monkeypatch.setattr(pending.PendingTexts, "find",
+                        lambda self, wanted: found.append(original(self, wanted)) or found[-1])
+    records = _newest_first(20)
+    whole, batched = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "batched.duckdb")
+    ingest(whole, records)
+    ingest(batched, records, batch_records=5)
+    assert rows(batched.path) == rows(whole.path)
+    assert sum(map(len, found)) > 0  # the later batches read texts kept beside the store
+    assert not any(consistency_problems(batched.path).values())
+    with duckdb.connect(str(batched.path), read_only=True) as connection:
+        assert connection.execute("SELECT DISTINCT measure FROM changes WHERE measure IS NOT NULL "
+                                  "ORDER BY 1").fetchall() == [("edits",)]
+    assert not (tmp_path / "batched.duckdb.pending").exists()
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stopped_after_two_batches(store: Store, records: list[dict]) -> None:
+    def stop(summary):
+        if summary.batches == 2:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        ingest(store, records, batch_records=5, on_batch=stop)
+
+
+def test_a_rerun_after_a_stopped_run_uses_the_texts_it_kept_and_deletes_them(tmp_path):
+    records = _newest_first(30)
+    whole, rerun = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "rerun.duckdb")
+    ingest(whole, records)
+    _stopped_after_two_batches(rerun, records)
+    kept = tmp_path / "rerun.duckdb.pending"
+    assert list(kept.glob("*.arrow"))  # the stopped run's texts past the limit
+    ingest(rerun, records, batch_records=5)
+    assert without_runs(rows(rerun.path)) == without_runs(rows(whole.path))
+    assert not kept.exists()
+
+
+def test_an_erasure_deletes_the_texts_a_stopped_run_kept(tmp_path):
+    store = Store(tmp_path / "cdc.duckdb")
+    records = _newest_first(40)
+    _stopped_after_two_batches(store, records)
+    kept = tmp_path / "cdc.duckdb.pending"
+    assert list(kept.glob("*.arrow"))
+    store.erase("https://a.example/p0")
+    assert not kept.exists()
 
 
 @pytest.mark.parametrize("keep", [1, 3])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
@@ -21,6 +22,7 @@ from cdc.ingest.versions import Fetch, PageWork, Pending, StoredGeneration, Stor
 from cdc.sources.jsonl import BadRecord, RawLine, SourceRecord
 from cdc.sources.warc import RawPage, Revisit
 from cdc.store import PageHistory, PageState, Store
+from cdc.store.pending import PendingText, PendingTexts
 
 FUTURE_SLACK = timedelta(days=1)  # a fetch time later than this after now is refused
 _NATURAL_KEY = operator.attrgetter("natural_key")
@@ -163,6 +165,31 @@ def read_pages(store: Store, connection, groups: list[tuple[str, list[Triaged]]]
     seen = {key: (states[key].last_checked, states[key].retention_class) for key in back}
     histories = read_histories(connection, times, seen)
     return plan_pages(groups, states, histories, run)
+
+
+def with_pending(pages: list[PageWork], pending: PendingTexts | None) -> list[PageWork]:
+    """`pages` with the texts and chunk lists the run keeps beside the store (`cdc.store.pending`)
+    in place of those the store does not hold: each page is built as it would have been had
+    the run's earlier batches written them."""
+    if not pending:
+        return pages
+    wanted = {(work.natural_key, generation.digest) for work in pages if work.state is not None
+              for generation in work.state.generations if generation.text is None}
+    found = pending.find(wanted)
+    if not found:
+        return pages
+    return [work if work.state is None or not any((work.natural_key, generation.digest) in found
+                                                  for generation in work.state.generations)
+            else replace(work, state=replace(work.state, generations=[
+                _filled(generation, found.get((work.natural_key, generation.digest)))
+                for generation in work.state.generations]))
+            for work in pages]
+
+
+def _filled(generation: StoredGeneration, text: PendingText | None) -> StoredGeneration:
+    if generation.text is not None or text is None:
+        return generation
+    return replace(generation, text=text.text, chunks=(text.digests, text.lengths))
 
 
 def mark_revisits(store: Store, revisits: Iterable[Revisit], run: int | None = None) -> set[str]:

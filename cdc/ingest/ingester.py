@@ -32,7 +32,15 @@ from functools import partial
 from cdc.core.chunking import chunk_content
 from cdc.core.gear import DEFAULT_PARAMS, ChunkParams
 from cdc.core.normalize import content_digest
-from cdc.ingest.batches import Triaged, by_page, mark_revisits, read_pages, triage, whole_history
+from cdc.ingest.batches import (
+    Triaged,
+    by_page,
+    mark_revisits,
+    read_pages,
+    triage,
+    whole_history,
+    with_pending,
+)
 from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import (
     PageOutcome,
@@ -40,6 +48,7 @@ from cdc.ingest.versions import (
     Prepared,
     build_pages,
     content_of,
+    expired_texts,
     without_expired_texts,
 )
 from cdc.ingest.worktasks import Tasks
@@ -48,6 +57,7 @@ from cdc.sources.inputs import CrawlRecords
 from cdc.sources.jsonl import BadRecord, RawLine, SourceRecord
 from cdc.sources.warc import RawPage, WarcSummary
 from cdc.store import Store, WriteBatch
+from cdc.store.pending import PendingTexts
 
 __all__ = ["IngestSummary", "Ingester"]
 
@@ -223,6 +233,9 @@ class Ingester:
         self.summary = IngestSummary()
         self._pool: ProcessPoolExecutor | None = None
         self._ahead: Tasks | None = None  # the next batch's extraction, queued for the workers
+        # Texts the run expired in its batches, while a later batch may need one: a run of its
+        # own only (a lake keeps every text; a caller's run, `cdc fetch`, ends elsewhere).
+        self._pending: PendingTexts | None = None
 
     def run(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> IngestSummary:
         """Ingest records as one input, as one run."""
@@ -238,6 +251,8 @@ class Ingester:
             self._prepare_ahead(current)  # the workers extract the first batch while the run starts
             if self._own_run:
                 self.run_id = self.store.start_run(self.label, self.inputs)
+                if self.on_write is None:
+                    self._pending = PendingTexts(self.store.path)
             while current is not None:
                 # The next batch is read once this one's work is queued for the workers.
                 current = self._ingest(*current, read_next=lambda: next(batches, None))
@@ -257,6 +272,8 @@ class Ingester:
             self.summary.add_archive(reader.summary)
         if self._own_run:
             self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
+        if self._pending is not None:
+            self._pending.finish()
         return self.summary
 
     def _close_pool(self, abandon: bool = False) -> None:
@@ -338,6 +355,7 @@ class Ingester:
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
                 retained = self.store.retention(connection).most_kept()
+            pages = with_pending(pages, self._pending)
             parsed = {entry.pending.sequence: entry.parsed for entry in batch}
             if ahead is not None:  # extracted ahead: the tasks no worker has started are done here
                 ahead.tasks.take_back_all()
@@ -347,9 +365,12 @@ class Ingester:
             outcomes, following = self._build(pages, size, parsed, read_next)
             if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:
                 self._rebuild(pages, outcomes, again, parsed)
-            if following is None and self._own_run and self.on_write is None:
-                # The run's last batch: no later one can need a text its end would trim (a
-                # lake keeps every text; a caller's run, `cdc fetch`, has more batches).
+            if self._pending is not None:
+                # Texts the run's end would trim are not written: kept beside the store while
+                # a later batch may need one (`cdc.store.pending`), dropped in the last.
+                if following is not None:
+                    self._pending.keep([text for outcome in outcomes
+                                        for text in expired_texts(outcome, retained)])
                 outcomes = [without_expired_texts(outcome, retained) for outcome in outcomes]
             for outcome in outcomes:
                 self.summary.add(outcome)
@@ -370,10 +391,9 @@ class Ingester:
         keys = [pages[number].natural_key for number in again]
         with self.store.writing() as connection:
             histories = self.store.page_histories(connection, keys)
-        whole = [_parsed_here(replace(pages[number], state=whole_history(pages[number].state.last_seen,
-                                                                   pages[number].state.retention_class,
-                                                                   histories[key])), parsed)
-                 for number, key in zip(again, keys)]
+        whole = with_pending([_parsed_here(replace(pages[number], state=whole_history(
+            pages[number].state.last_seen, pages[number].state.retention_class, histories[key])), parsed)
+                              for number, key in zip(again, keys)], self._pending)
         for number, outcome in zip(again, build_pages(whole, self.params)):
             outcomes[number] = outcome
 

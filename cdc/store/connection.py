@@ -31,6 +31,7 @@ import duckdb
 
 from cdc.errors import StoreBusyError, StoreError, StoreFullError, StoreNotFoundError
 from cdc.runtime.lifeline import raise_if_stopped
+from cdc.store import pending
 from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
@@ -379,6 +380,7 @@ class Connections:
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
             if page is not None:  # one page fewer: the host's template is counted again
                 self._refresh_templates(connection, [], [page[0]])
+            pending.discard(self.path)  # texts a run keeps past the retention limit, any page's
         self.compact()
         return removed
 
