@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.ipc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -274,11 +276,11 @@ def test_a_fetch_next_to_a_text_an_earlier_batch_expired_is_measured_with_it(tmp
     """Batches of five records: a later batch's fetch lands before versions an earlier batch
     did not write (three newer ones came with them). It is measured with their texts all the
     same: the same store as one batch makes, exact edits and all."""
-    from cdc.store import pending
+    from cdc.store.expired import ExpiredTexts
 
     found = []
-    original = pending.PendingTexts.find
-    monkeypatch.setattr(pending.PendingTexts, "find",
+    original = ExpiredTexts.find
+    monkeypatch.setattr(ExpiredTexts, "find",
                         lambda self, wanted: found.append(original(self, wanted)) or found[-1])
     records = _newest_first(20)
     whole, batched = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "batched.duckdb")
@@ -290,7 +292,44 @@ def test_a_fetch_next_to_a_text_an_earlier_batch_expired_is_measured_with_it(tmp
     with duckdb.connect(str(batched.path), read_only=True) as connection:
         assert connection.execute("SELECT DISTINCT measure FROM changes WHERE measure IS NOT NULL "
                                   "ORDER BY 1").fetchall() == [("edits",)]
-    assert not (tmp_path / "batched.duckdb.pending").exists()
+    assert not (tmp_path / "batched.duckdb.expired").exists()
+
+
+OTHER = "https://c.example/x"
+
+
+def _meanwhile(store: Store, what: str) -> None:
+    """What another command does to the store while a run is between two batches."""
+    if what == "erasure":
+        store.erase(OTHER)
+    elif what == "run":  # in this process: a job server, a thread
+        ingest(Store(store.path), records_of([(OTHER, 50, bodies(99, 1)[0])]))
+    else:
+        store.set_retention(RetentionPolicy(keep=10))
+
+
+@pytest.mark.parametrize("what", ["erasure", "run", "retention"])
+def test_a_run_is_built_the_same_whatever_another_command_does_between_its_batches(tmp_path, what):
+    """An erasure of another page, another run (of this process: the lock of a run is not its
+    pid), a retention limit raised: the texts a run kept beside the store stay its own, and
+    the store ends as one batch makes it with the same done before or after."""
+    records, other = _newest_first(50), records_of([(OTHER, 0, bodies(98, 1)[0])])
+    whole, batched = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "batched.duckdb")
+    for store in (whole, batched):
+        ingest(store, other)
+    if what == "retention":
+        _meanwhile(whole, what)
+    ingest(whole, records)
+    if what != "retention":
+        _meanwhile(whole, what)
+
+    def between(summary):
+        if summary.batches == 1:
+            _meanwhile(Store(batched.path), what)
+
+    ingest(batched, records, batch_records=5, on_batch=between)
+    assert without_runs(rows(batched.path)) == without_runs(rows(whole.path))
+    assert not (tmp_path / "batched.duckdb.expired").exists()
 
 
 class _Stop(Exception):
@@ -306,26 +345,57 @@ def _stopped_after_two_batches(store: Store, records: list[dict]) -> None:
         ingest(store, records, batch_records=5, on_batch=stop)
 
 
-def test_a_rerun_after_a_stopped_run_uses_the_texts_it_kept_and_deletes_them(tmp_path):
+@pytest.mark.parametrize("between", [False, True])
+def test_a_rerun_after_a_stopped_run_uses_the_texts_it_kept_and_deletes_them(tmp_path, between):
+    """Whatever runs between (a run of other pages ends, and leaves the stopped run's texts
+    of pages it did not see), the rerun is built as one whole run."""
     records = _newest_first(30)
     whole, rerun = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "rerun.duckdb")
     ingest(whole, records)
     _stopped_after_two_batches(rerun, records)
-    kept = tmp_path / "rerun.duckdb.pending"
+    kept = tmp_path / "rerun.duckdb.expired"
     assert list(kept.glob("*.arrow"))  # the stopped run's texts past the limit
+    if between:
+        ingest(rerun, records_of([(OTHER, 0, bodies(97, 1)[0])]))
+        assert list(kept.glob("*.arrow"))
     ingest(rerun, records, batch_records=5)
-    assert without_runs(rows(rerun.path)) == without_runs(rows(whole.path))
+    assert {table: [row for row in found if "c.example" not in str(row)]
+            for table, found in without_runs(rows(rerun.path)).items()} == without_runs(rows(whole.path))
     assert not kept.exists()
 
 
-def test_an_erasure_deletes_the_texts_a_stopped_run_kept(tmp_path):
+def test_an_erasure_blanks_the_texts_a_stopped_run_kept_of_the_page(tmp_path):
     store = Store(tmp_path / "cdc.duckdb")
-    records = _newest_first(40)
-    _stopped_after_two_batches(store, records)
-    kept = tmp_path / "cdc.duckdb.pending"
-    assert list(kept.glob("*.arrow"))
+    _stopped_after_two_batches(store, _newest_first(40))
+    folder = tmp_path / "cdc.duckdb.expired"
+
+    def kept_texts() -> dict[str, list[bytes]]:
+        texts: dict[str, list[bytes]] = {}
+        for path in folder.glob("*.arrow"):
+            for row in pa.ipc.open_file(pa.memory_map(str(path))).read_all().to_pylist():
+                texts.setdefault(row["natural_key"], []).append(row["text"])
+        return texts
+
+    before = kept_texts()
+    erased = [key for key in before if key.endswith("/p0")]
+    assert erased and any(key.endswith("/p1") for key in before)
     store.erase("https://a.example/p0")
-    assert not kept.exists()
+    after = kept_texts()
+    assert not any(key.endswith("/p0") for key in after)
+    assert {key: texts for key, texts in after.items() if key} == {key: texts for key, texts in before.items()
+                                                                   if not key.endswith("/p0")}
+    files = b"".join(path.read_bytes() for path in folder.iterdir())
+    assert not any(text in files for key in erased for text in before[key])
+    assert not list(folder.glob(".*"))  # nothing half-written left
+
+
+def test_a_prune_deletes_the_texts_a_stopped_run_kept(tmp_path):
+    """`cdc prune` trims every page: no text a killed run kept past the limit is left."""
+    store = Store(tmp_path / "cdc.duckdb")
+    _stopped_after_two_batches(store, _newest_first(60))
+    assert list((tmp_path / "cdc.duckdb.expired").glob("*.arrow"))
+    store.prune(RetentionPolicy(keep=3))
+    assert not (tmp_path / "cdc.duckdb.expired").exists()
 
 
 @pytest.mark.parametrize("keep", [1, 3])

@@ -22,7 +22,8 @@ from cdc.ingest.versions import Fetch, PageWork, Pending, StoredGeneration, Stor
 from cdc.sources.jsonl import BadRecord, RawLine, SourceRecord
 from cdc.sources.warc import RawPage, Revisit
 from cdc.store import PageHistory, PageState, Store
-from cdc.store.pending import PendingText, PendingTexts
+from cdc.store.expired import ExpiredTexts
+from cdc.store.rows import ExpiredText
 
 FUTURE_SLACK = timedelta(days=1)  # a fetch time later than this after now is refused
 _NATURAL_KEY = operator.attrgetter("natural_key")
@@ -167,26 +168,30 @@ def read_pages(store: Store, connection, groups: list[tuple[str, list[Triaged]]]
     return plan_pages(groups, states, histories, run)
 
 
-def with_pending(pages: list[PageWork], pending: PendingTexts | None) -> list[PageWork]:
-    """`pages` with the texts and chunk lists the run keeps beside the store (`cdc.store.pending`)
-    in place of those the store does not hold: each page is built as it would have been had
-    the run's earlier batches written them."""
-    if not pending:
+def with_expired(pages: list[PageWork], expired: ExpiredTexts | None) -> list[PageWork]:
+    """`pages` with the texts and chunk lists kept beside the store (`cdc.store.expired`) in
+    place of those the store does not hold: each page is built as it would have been had the
+    batches that expired them written them."""
+    if expired is None:
         return pages
     wanted = {(work.natural_key, generation.digest) for work in pages if work.state is not None
               for generation in work.state.generations if generation.text is None}
-    found = pending.find(wanted)
+    found = expired.find(wanted)
     if not found:
         return pages
-    return [work if work.state is None or not any((work.natural_key, generation.digest) in found
-                                                  for generation in work.state.generations)
-            else replace(work, state=replace(work.state, generations=[
-                _filled(generation, found.get((work.natural_key, generation.digest)))
-                for generation in work.state.generations]))
-            for work in pages]
+    filled = []
+    for work in pages:
+        if work.state is not None and any((work.natural_key, generation.digest) in found
+                                          for generation in work.state.generations):
+            generations = [_filled(generation, found.get((work.natural_key, generation.digest)))
+                           for generation in work.state.generations]
+            work = replace(work, state=replace(work.state, generations=generations))
+        filled.append(work)
+    return filled
 
 
-def _filled(generation: StoredGeneration, text: PendingText | None) -> StoredGeneration:
+def _filled(generation: StoredGeneration, text: ExpiredText | None) -> StoredGeneration:
+    """`generation` with its kept text and chunk list, where the store held none."""
     if generation.text is not None or text is None:
         return generation
     return replace(generation, text=text.text, chunks=(text.digests, text.lengths))

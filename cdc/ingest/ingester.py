@@ -39,7 +39,7 @@ from cdc.ingest.batches import (
     read_pages,
     triage,
     whole_history,
-    with_pending,
+    with_expired,
 )
 from cdc.ingest.tables import outcome_tables
 from cdc.ingest.versions import (
@@ -57,7 +57,7 @@ from cdc.sources.inputs import CrawlRecords
 from cdc.sources.jsonl import BadRecord, RawLine, SourceRecord
 from cdc.sources.warc import RawPage, WarcSummary
 from cdc.store import Store, WriteBatch
-from cdc.store.pending import PendingTexts
+from cdc.store.expired import ExpiredTexts
 
 __all__ = ["IngestSummary", "Ingester"]
 
@@ -235,7 +235,7 @@ class Ingester:
         self._ahead: Tasks | None = None  # the next batch's extraction, queued for the workers
         # Texts the run expired in its batches, while a later batch may need one: a run of its
         # own only (a lake keeps every text; a caller's run, `cdc fetch`, ends elsewhere).
-        self._pending: PendingTexts | None = None
+        self._expired: ExpiredTexts | None = None
 
     def run(self, items: Iterable[SourceRecord | RawLine | BadRecord]) -> IngestSummary:
         """Ingest records as one input, as one run."""
@@ -252,7 +252,7 @@ class Ingester:
             if self._own_run:
                 self.run_id = self.store.start_run(self.label, self.inputs)
                 if self.on_write is None:
-                    self._pending = PendingTexts(self.store.path)
+                    self._expired = ExpiredTexts(self.store.path)
             while current is not None:
                 # The next batch is read once this one's work is queued for the workers.
                 current = self._ingest(*current, read_next=lambda: next(batches, None))
@@ -261,6 +261,8 @@ class Ingester:
                     self.on_batch(self.summary)
         except BaseException:
             self._close_pool(abandon=True)
+            if self._expired is not None:  # its texts are a dead run's, for the next run's end
+                self._expired.close()
             raise
         self._close_pool()
         readers = [items for items in inputs if isinstance(items, CrawlRecords)]
@@ -271,10 +273,23 @@ class Ingester:
         for reader in readers:
             self.summary.add_archive(reader.summary)
         if self._own_run:
-            self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
-        if self._pending is not None:
-            self._pending.finish()
+            self._finish_run()
         return self.summary
+
+    def _finish_run(self) -> None:
+        """The run's end (`Store.finish_run`: its trim, templates, watches), and the end of the
+        texts it kept beside the store (`cdc.store.expired`), under one hold of the writer lock.
+        Texts it expired under a retention limit raised since (another process's `cdc prune`
+        while it ran) are written back first, for the trim to keep what the new limit keeps."""
+        with self.store.write_lock():
+            kept_under = self._expired.kept_under if self._expired is not None else None
+            if kept_under is not None:
+                with self.store.writing() as connection:
+                    if self.store.retention(connection).most_kept() > kept_under:
+                        self.store.restore_texts(connection, self._expired.own())
+            self.store.finish_run(self.run_id, self.summary.counts(), self.summary.pages)
+            if self._expired is not None:
+                self._expired.finish(self.summary.pages)
 
     def _close_pool(self, abandon: bool = False) -> None:
         """Shut the worker pool down; `abandon` (an error, Ctrl-C, SIGTERM) stops the workers
@@ -355,7 +370,7 @@ class Ingester:
             with self.store.writing() as connection:
                 pages = read_pages(self.store, connection, groups, self.run_id or 0)
                 retained = self.store.retention(connection).most_kept()
-            pages = with_pending(pages, self._pending)
+            pages = with_expired(pages, self._expired)
             parsed = {entry.pending.sequence: entry.parsed for entry in batch}
             if ahead is not None:  # extracted ahead: the tasks no worker has started are done here
                 ahead.tasks.take_back_all()
@@ -365,12 +380,12 @@ class Ingester:
             outcomes, following = self._build(pages, size, parsed, read_next)
             if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:
                 self._rebuild(pages, outcomes, again, parsed)
-            if self._pending is not None:
+            if self._expired is not None:
                 # Texts the run's end would trim are not written: kept beside the store while
-                # a later batch may need one (`cdc.store.pending`), dropped in the last.
+                # a later batch may need one (`cdc.store.expired`), dropped in the last.
                 if following is not None:
-                    self._pending.keep([text for outcome in outcomes
-                                        for text in expired_texts(outcome, retained)])
+                    self._expired.keep([text for outcome in outcomes
+                                        for text in expired_texts(outcome, retained)], retained)
                 outcomes = [without_expired_texts(outcome, retained) for outcome in outcomes]
             for outcome in outcomes:
                 self.summary.add(outcome)
@@ -391,9 +406,11 @@ class Ingester:
         keys = [pages[number].natural_key for number in again]
         with self.store.writing() as connection:
             histories = self.store.page_histories(connection, keys)
-        whole = with_pending([_parsed_here(replace(pages[number], state=whole_history(
-            pages[number].state.last_seen, pages[number].state.retention_class, histories[key])), parsed)
-                              for number, key in zip(again, keys)], self._pending)
+        whole = [_parsed_here(replace(pages[number], state=whole_history(pages[number].state.last_seen,
+                                                                   pages[number].state.retention_class,
+                                                                   histories[key])), parsed)
+                 for number, key in zip(again, keys)]
+        whole = with_expired(whole, self._expired)
         for number, outcome in zip(again, build_pages(whole, self.params)):
             outcomes[number] = outcome
 

@@ -45,13 +45,13 @@ from cdc.core.normalize import content_digest, content_for_chunking
 from cdc.core.verdicts import NEW, UNMEASURED
 from cdc.runtime.collector import collector_paused
 from cdc.sources.jsonl import BadRecord, RawLine
-from cdc.store.pending import PendingText
 from cdc.store.rows import (
     CHUNKS,
     DIGESTS,
     EDITS,
     ChangesRow,
     ChunkListsRow,
+    ExpiredText,
     FetchesRow,
     GenerationsRow,
     PageRunsRow,
@@ -474,7 +474,7 @@ def without_expired_texts(outcome: PageOutcome, retained: int) -> PageOutcome:
     keeps a page's newest, `retained` at most), so they are neither shipped nor written, and
     leave no dead bytes for a compaction to rewrite. Where a later build of the run may need
     them (a plain ingest's batch before its last: its text may be next to a later batch's
-    fetch), the caller keeps them beside the store (`expired_texts`, `cdc.store.pending`);
+    fetch), the caller keeps them beside the store (`expired_texts`, `cdc.store.expired`);
     a partition of a cluster run needs none (a page's records all meet in one)."""
     expired = _expired(outcome, retained)
     if not expired:
@@ -485,13 +485,13 @@ def without_expired_texts(outcome: PageOutcome, retained: int) -> PageOutcome:
                    chunks=[row for row in outcome.chunks if row.generation not in expired])
 
 
-def expired_texts(outcome: PageOutcome, retained: int) -> list[PendingText]:
+def expired_texts(outcome: PageOutcome, retained: int) -> list[ExpiredText]:
     """The texts and chunk lists `without_expired_texts` leaves out of `outcome`."""
     expired = _expired(outcome, retained)
     if not expired:
         return []
     lists = {row.generation: row for row in outcome.chunks if row.generation in expired}
-    return [PendingText(outcome.natural_key, row.content_digest, row.text,  # UTF-8 bytes, as built
+    return [ExpiredText(outcome.natural_key, row.content_digest, row.text,  # UTF-8 bytes, as built
                         lists[row.generation].digests, lists[row.generation].lengths)
             for row in outcome.generations
             if row.generation in lists and row.text is not None]

@@ -17,10 +17,8 @@ connection turns it into one `StoreFullError` that names the file and the space 
 
 from __future__ import annotations
 
-import errno
 import os
 import random
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -29,9 +27,10 @@ from pathlib import Path
 
 import duckdb
 
-from cdc.errors import StoreBusyError, StoreError, StoreFullError, StoreNotFoundError
+from cdc.errors import StoreBusyError, StoreError, StoreNotFoundError
 from cdc.runtime.lifeline import raise_if_stopped
-from cdc.store import pending
+from cdc.store import expired
+from cdc.store.diskspace import disk_full_error, out_of_space
 from cdc.store.lookups import _one
 from cdc.store.schema import (
     CONNECTION_CONFIG,
@@ -49,37 +48,6 @@ RETRY_CEILING = 0.03  # seconds between tries at a locked file, at most
 
 def _is_lock_conflict(exc: duckdb.Error) -> bool:
     return "lock" in str(exc).lower()
-
-
-# What the C library says for ENOSPC and EDQUOT: DuckDB's messages carry its strerror text.
-NO_SPACE_MESSAGES = ("No space left on device", "Disk quota exceeded")
-NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-
-
-def _out_of_space(exc: BaseException) -> bool:
-    """Whether `exc`, or an error it was raised while handling (a ROLLBACK that failed on a
-    database the full disk invalidated), is a full disk."""
-    seen: BaseException | None = exc
-    for _ in range(8):  # a chain of contexts; never a long one
-        if seen is None:
-            return False
-        if isinstance(seen, OSError) and seen.errno in NO_SPACE_ERRNOS:
-            return True
-        if any(message in str(seen) for message in NO_SPACE_MESSAGES):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def disk_full_error(path: Path) -> StoreFullError:
-    """The one-line message for a full disk under the store at `path`."""
-    try:
-        free = f"{shutil.disk_usage(path.parent).free / 1e6:,.1f} MB free"
-    except OSError:
-        free = "free space unknown"
-    return StoreFullError(f"the disk holding {path} is full ({free}): free space there, then run the "
-                          "same command again (the store keeps what was committed before; the run "
-                          "completes it)")
 
 
 def _database_name(connection: duckdb.DuckDBPyConnection) -> str:
@@ -265,7 +233,7 @@ class Connections:
                 connection = _attached(key, write)
                 break
             except duckdb.IOException as exc:
-                if _out_of_space(exc):
+                if out_of_space(exc):
                     raise disk_full_error(self.path) from exc
                 if not _is_lock_conflict(exc):
                     raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
@@ -278,14 +246,14 @@ class Connections:
                 # that backed off for long would keep missing those gaps.
                 delay = min(delay * 2, RETRY_CEILING)
             except duckdb.Error as exc:
-                if _out_of_space(exc):
+                if out_of_space(exc):
                     raise disk_full_error(self.path) from exc
                 raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
         try:
             yield connection
         except BaseException as exc:
             _detach(connection, key, quietly=True)  # the error said first is raised
-            if isinstance(exc, (duckdb.Error, OSError)) and _out_of_space(exc):
+            if isinstance(exc, (duckdb.Error, OSError)) and out_of_space(exc):
                 raise disk_full_error(self.path) from exc
             raise
         _detach(connection, key)
@@ -335,7 +303,7 @@ class Connections:
                 try:
                     self._create()
                 except (duckdb.Error, OSError) as exc:
-                    if _out_of_space(exc):
+                    if out_of_space(exc):
                         raise disk_full_error(self.path) from exc
                     raise
 
@@ -380,7 +348,7 @@ class Connections:
                 connection.execute(f"DELETE FROM {table} WHERE natural_key = ?", [natural_key])
             if page is not None:  # one page fewer: the host's template is counted again
                 self._refresh_templates(connection, [], [page[0]])
-            pending.discard(self.path)  # texts a run keeps past the retention limit, any page's
+            expired.erase_page(self.path, natural_key)  # its texts a run keeps beside the store
         self.compact()
         return removed
 

@@ -96,6 +96,18 @@ class ChunkListsRow(NamedTuple):
     lengths: Int32List
 
 
+class ExpiredText(NamedTuple):
+    """A generation's text and chunk list that a run's end would trim, kept beside the store
+    while a later batch may need it (`cdc.store.expired`), by its page and content digest (a
+    page that went back to an earlier content has two generations of one text)."""
+
+    natural_key: str
+    digest: bytes
+    text: bytes  # UTF-8, as a build makes it
+    digests: bytes  # its chunks' digests end to end
+    lengths: list[int]
+
+
 # How a change row was measured (`changes.measure`): with the exact edits of its two texts;
 # by its chunks alone; by its digests alone (the previous text was gone); or, at a run's end,
 # with the exact edits of the page's own text, its host's template left out (a change of

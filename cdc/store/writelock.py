@@ -49,6 +49,15 @@ def _drop_in_child() -> None:
 os.register_at_fork(after_in_child=_drop_in_child)
 
 
+def release_in_children(fd: int, held: bool = False) -> None:
+    """Have a process forked from now on drop `fd`, a lock this process holds (`held`), as it
+    drops the writer lock; or stop doing so, the lock let go."""
+    if held:
+        _held.add(fd)
+    else:
+        _held.discard(fd)
+
+
 @contextlib.contextmanager
 def holding(lock_path: Path, store_path: Path, timeout: float) -> Iterator[None]:
     """Hold the writer lock of `store_path` for the block, waiting up to `timeout` seconds."""

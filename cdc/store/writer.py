@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from cdc.core.urls import surt_key
 from cdc.errors import StoreError
+from cdc.store.expired import ExpiredTexts
 from cdc.store.layout import content_chunk_rows, digest_list
 from cdc.store.lookups import (
     _by_keys,
@@ -512,13 +513,39 @@ class Writer:
         connection.execute("DROP TABLE class_limits")
         return dropped
 
+    def restore_texts(self, connection: duckdb.DuckDBPyConnection, texts: pa.Table) -> None:
+        """Give their texts and chunk lists back to the generations that hold none: `texts`
+        (natural_key, digest, text as UTF-8, digests, lengths) a run kept beside the store
+        (`cdc.store.expired`), expired under a retention limit raised since. Deleted and
+        appended again, as `_trim` empties them (and the trim that follows keeps what the
+        limit keeps)."""
+        with _registered(connection, "restored", texts):
+            connection.execute("""
+                CREATE TEMP TABLE restoring AS
+                SELECT g.rowid AS row_id, g.* REPLACE (decode(r.text) AS text),
+                       r.digests, r.lengths
+                FROM generations g
+                JOIN (SELECT DISTINCT ON (natural_key, digest) * FROM restored) r
+                  ON g.natural_key = r.natural_key AND g.content_digest = r.digest
+                WHERE g.text IS NULL""")
+        connection.execute("DELETE FROM generations WHERE rowid IN (SELECT row_id FROM restoring)")
+        connection.execute("INSERT INTO generations SELECT * EXCLUDE (row_id, digests, lengths) "
+                           "FROM restoring")
+        connection.execute("""
+            INSERT INTO chunk_lists SELECT natural_key, generation, digests, lengths FROM restoring r
+            WHERE NOT EXISTS (SELECT 1 FROM chunk_lists c
+                              WHERE c.natural_key = r.natural_key AND c.generation = r.generation)""")
+        connection.execute("DROP TABLE restoring")
+
     def prune(self, policy: RetentionPolicy) -> None:
         """Apply a new retention policy to every page, and keep it for later ingests; the
         templates and template-only flags follow the chunk lists that are left."""
-        with self.writing() as connection:
-            self.set_meta(connection, "retention", policy.to_json())
-            self._trim(connection, None)
-            self._refresh_templates(connection, None)
+        with self.write_lock():
+            with self.writing() as connection:
+                self.set_meta(connection, "retention", policy.to_json())
+                self._trim(connection, None)
+                self._refresh_templates(connection, None)
+            ExpiredTexts(self.path).finish(None)  # what killed runs kept, every page trimmed
         self.compact()
 
     def check_extraction_mode(self, mode: str, connection: duckdb.DuckDBPyConnection | None = None) -> None:
