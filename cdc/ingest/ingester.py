@@ -48,8 +48,7 @@ from cdc.ingest.versions import (
     Prepared,
     build_pages,
     content_of,
-    expired_texts,
-    without_expired_texts,
+    split_expired_texts,
 )
 from cdc.ingest.worktasks import Tasks
 from cdc.runtime.lifeline import follow_parent
@@ -383,10 +382,10 @@ class Ingester:
             if self._expired is not None:
                 # Texts the run's end would trim are not written: kept beside the store while
                 # a later batch may need one (`cdc.store.expired`), dropped in the last.
+                split = [split_expired_texts(outcome, retained) for outcome in outcomes]
+                outcomes = [outcome for outcome, _ in split]
                 if following is not None:
-                    self._expired.keep([text for outcome in outcomes
-                                        for text in expired_texts(outcome, retained)], retained)
-                outcomes = [without_expired_texts(outcome, retained) for outcome in outcomes]
+                    self._expired.keep([text for _, texts in split for text in texts], retained)
             for outcome in outcomes:
                 self.summary.add(outcome)
             tables = outcome_tables(outcomes)

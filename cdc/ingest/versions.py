@@ -470,34 +470,28 @@ def _emit(work: PageWork, plan: _Plan, versions: _Versions, outcome: PageOutcome
 
 def without_expired_texts(outcome: PageOutcome, retained: int) -> PageOutcome:
     """`outcome` with its new generations' texts and chunk lists left out where `retained`
-    newer generations of the page are among them: the run's end would trim them (`Store._trim`
-    keeps a page's newest, `retained` at most), so they are neither shipped nor written, and
-    leave no dead bytes for a compaction to rewrite. Where a later build of the run may need
-    them (a plain ingest's batch before its last: its text may be next to a later batch's
-    fetch), the caller keeps them beside the store (`expired_texts`, `cdc.store.expired`);
-    a partition of a cluster run needs none (a page's records all meet in one)."""
-    expired = _expired(outcome, retained)
+    newer generations of the page are among them (`split_expired_texts`), where no later
+    build of the run can need them: a partition of a cluster run (a page's records all meet
+    in one), a plain ingest's last batch."""
+    return split_expired_texts(outcome, retained)[0]
+
+
+def split_expired_texts(outcome: PageOutcome, retained: int) -> tuple[PageOutcome, list[ExpiredText]]:
+    """`outcome` with its new generations' texts and chunk lists left out where `retained`
+    newer generations of the page are among them, and those texts: the run's end would trim
+    them (`Store._trim` keeps a page's newest, `retained` at most), so they are neither
+    shipped nor written, and leave no dead bytes for a compaction to rewrite. Where a later
+    build of the run may need them (a plain ingest's batch before its last: its text may be
+    next to a later batch's fetch), the caller keeps them beside the store (`cdc.store.expired`)."""
+    newest = sorted((row.generation for row in outcome.generations), reverse=True)
+    expired = set(newest[retained:])
     if not expired:
-        return outcome
+        return outcome, []
+    lists = {row.generation: row for row in outcome.chunks if row.generation in expired}
+    texts = [ExpiredText(outcome.natural_key, row.content_digest, row.text,  # UTF-8 bytes, as built
+                         lists[row.generation].digests, lists[row.generation].lengths)
+             for row in outcome.generations if row.generation in lists and row.text is not None]
     return replace(outcome,
                    generations=[row._replace(text=None) if row.generation in expired else row
                                 for row in outcome.generations],
-                   chunks=[row for row in outcome.chunks if row.generation not in expired])
-
-
-def expired_texts(outcome: PageOutcome, retained: int) -> list[ExpiredText]:
-    """The texts and chunk lists `without_expired_texts` leaves out of `outcome`."""
-    expired = _expired(outcome, retained)
-    if not expired:
-        return []
-    lists = {row.generation: row for row in outcome.chunks if row.generation in expired}
-    return [ExpiredText(outcome.natural_key, row.content_digest, row.text,  # UTF-8 bytes, as built
-                        lists[row.generation].digests, lists[row.generation].lengths)
-            for row in outcome.generations
-            if row.generation in lists and row.text is not None]
-
-
-def _expired(outcome: PageOutcome, retained: int) -> set[int]:
-    """The generations of `outcome` with `retained` newer ones among them."""
-    newest = sorted((row.generation for row in outcome.generations), reverse=True)
-    return set(newest[retained:])
+                   chunks=[row for row in outcome.chunks if row.generation not in expired]), texts

@@ -99,6 +99,20 @@ def _write(folder: Path, name: str, table: pa.Table) -> Path:
     return path
 
 
+def _data_files(folder: Path) -> list[Path]:
+    """The folder's data files (anything else in it, a folder say, is not read)."""
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.glob(f"*{_DATA}") if path.is_file())
+
+
+def _drop_partials(folder: Path) -> None:
+    """Delete half-written files: called under the store's writer lock, when none is being
+    written, so each is one that a run died writing."""
+    for partial in folder.glob(f".*{_PART}"):
+        partial.unlink(missing_ok=True)
+
+
 def _table(texts: Sequence[ExpiredText]) -> pa.Table:
     return pa.table([pa.array([text.natural_key for text in texts], pa.string()),
                      pa.array([text.digest for text in texts], pa.binary()),
@@ -137,7 +151,7 @@ class ExpiredTexts:
     def __init__(self, store_path: Path):
         self.folder = folder_of(store_path)
         self._token = f"{os.getpid()}-{secrets.token_hex(6)}"
-        self._lock: int | None = None  # the descriptor of our lock file, from the first keep on
+        self._lock: int | None = None  # the descriptor of its lock file, from the first keep on
         self._numbers = itertools.count()
         self._indexes: dict[Path, _Index] = {}  # every data file read so far, by path
         self.kept_under: int | None = None  # the least retention limit its texts were expired under
@@ -175,16 +189,17 @@ class ExpiredTexts:
 
     def own(self) -> pa.Table:
         """Every text this run kept."""
-        return pa.concat_tables([_read(path) for path in self._data_files() if _token_of(path) == self._token]
-                                or [_SCHEMA.empty_table()])
+        return pa.concat_tables([_read(path) for path in _data_files(self.folder)
+                                 if _token_of(path) == self._token] or [_SCHEMA.empty_table()])
 
     def finish(self, seen: Collection[str] | None) -> None:
         """The run ended, having seen the pages `seen` (None: every page, a `cdc prune`),
         under the store's writer lock, after its trim committed: its own files go, and those
         of runs that died, their texts of pages not seen written to a file of no run first."""
         taken = self._dead_runs()
+        files = _data_files(self.folder)
         orphans: list[pa.Table] = []
-        for path in self._data_files():
+        for path in files:
             token = _token_of(path)
             if token == self._token:
                 path.unlink(missing_ok=True)
@@ -195,8 +210,8 @@ class ExpiredTexts:
                     unseen = pc.invert(seen_here)
                     orphans.append(table.filter(pc.and_(unseen, pc.is_valid(table.column("text")))))
         if orphans and (table := pa.concat_tables(orphans)).num_rows:
-            _write(self.folder, f"{_ORPHAN}{secrets.token_hex(6)}-0", table)
-        for path in self._data_files():
+            _write(self.folder, f"{_ORPHAN}{secrets.token_hex(6)}-0", table)  # before the files go
+        for path in files:
             if _token_of(path) in taken:
                 path.unlink(missing_ok=True)
         for token, descriptor in taken.items():
@@ -211,7 +226,7 @@ class ExpiredTexts:
         """Let go of this run's lock (its end, or its failure: then its files are a dead
         run's, for the next run's end to take over)."""
         if self._lock is not None:
-            writelock.release_in_children(self._lock)
+            writelock.lock_released(self._lock)
             (self.folder / f"{self._token}{_LOCK}").unlink(missing_ok=True)
             os.close(self._lock)
             self._lock = None
@@ -229,18 +244,13 @@ class ExpiredTexts:
                 raise disk_full_error(self.folder) from exc
             raise StoreError(f"cannot keep expired texts in {self.folder}: {exc.strerror or exc}") from exc
         fcntl.flock(descriptor, fcntl.LOCK_EX)
-        writelock.release_in_children(descriptor, held=True)
+        writelock.lock_taken(descriptor)
         return descriptor
-
-    def _data_files(self) -> list[Path]:
-        if not self.folder.is_dir():
-            return []
-        return sorted(path for path in self.folder.glob(f"*{_DATA}") if path.is_file())
 
     def _refresh(self) -> bool:
         """Index the data files other runs wrote since the last look, forget those gone;
         whether any file is left to look in."""
-        present = set(self._data_files())
+        present = set(_data_files(self.folder))
         for path in set(self._indexes) - present:
             del self._indexes[path]
         for path in present - set(self._indexes):
@@ -258,11 +268,10 @@ class ExpiredTexts:
         gone). Their half-written files are deleted."""
         if not self.folder.is_dir():
             return {}
-        for partial in self.folder.glob(f".*{_PART}"):
-            partial.unlink(missing_ok=True)  # under the writer lock, no file is being written
+        _drop_partials(self.folder)
         dead: dict[str, int | None] = {}
         locks = {path.name.removesuffix(_LOCK) for path in self.folder.glob(f"*{_LOCK}")}
-        for token in ({_token_of(path) for path in self._data_files()} | locks) - {self._token}:
+        for token in ({_token_of(path) for path in _data_files(self.folder)} | locks) - {self._token}:
             lock = self.folder / f"{token}{_LOCK}"
             try:
                 descriptor = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
@@ -285,11 +294,8 @@ def erase_page(store_path: Path, natural_key: str) -> None:
     folder = folder_of(store_path)
     if not folder.is_dir():
         return
-    for partial in folder.glob(f".*{_PART}"):
-        partial.unlink(missing_ok=True)
-    for path in folder.glob(f"*{_DATA}"):
-        if not path.is_file():
-            continue
+    _drop_partials(folder)
+    for path in _data_files(folder):
         try:
             table = _read(path)
         except pa.ArrowInvalid:
@@ -306,3 +312,9 @@ def erase_page(store_path: Path, natural_key: str) -> None:
         blank = [pc.take(pa.concat_arrays([column.combine_chunks(), pa.array([blank], column.type)]), rows)
                  for column, blank in zip(table.columns, ("", None, None, None, None))]
         _write(folder, path.name.removesuffix(_DATA), pa.table(blank, schema=_SCHEMA))
+
+
+def drop_dead_runs(store_path: Path) -> None:
+    """Delete every text the runs that died kept (`cdc prune`: every page is trimmed), under
+    the store's writer lock."""
+    ExpiredTexts(store_path).finish(None)

@@ -49,13 +49,15 @@ def _drop_in_child() -> None:
 os.register_at_fork(after_in_child=_drop_in_child)
 
 
-def release_in_children(fd: int, held: bool = False) -> None:
-    """Have a process forked from now on drop `fd`, a lock this process holds (`held`), as it
-    drops the writer lock; or stop doing so, the lock let go."""
-    if held:
-        _held.add(fd)
-    else:
-        _held.discard(fd)
+def lock_taken(fd: int) -> None:
+    """Record that this process holds the `flock` on `fd`: a process forked from now on drops
+    its copy (`_drop_in_child`), so the lock goes with this process."""
+    _held.add(fd)
+
+
+def lock_released(fd: int) -> None:
+    """Record that this process let go of the lock on `fd`."""
+    _held.discard(fd)
 
 
 @contextlib.contextmanager
@@ -72,12 +74,12 @@ def holding(lock_path: Path, store_path: Path, timeout: float) -> Iterator[None]
                 if time.monotonic() > deadline:
                     raise StoreBusyError(busy_message(lock_path, store_path)) from None
                 time.sleep(RETRY_SECONDS)
-        _held.add(fd)
+        lock_taken(fd)
         try:
             _record_holder(fd)
             yield
         finally:
-            _held.discard(fd)
+            lock_released(fd)
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)  # a lock file at rest names nobody
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from cdc.core.urls import surt_key
 from cdc.errors import StoreError
-from cdc.store.expired import ExpiredTexts
+from cdc.store.expired import drop_dead_runs
 from cdc.store.layout import content_chunk_rows, digest_list
 from cdc.store.lookups import (
     _by_keys,
@@ -545,7 +545,7 @@ class Writer:
                 self.set_meta(connection, "retention", policy.to_json())
                 self._trim(connection, None)
                 self._refresh_templates(connection, None)
-            ExpiredTexts(self.path).finish(None)  # what killed runs kept, every page trimmed
+            drop_dead_runs(self.path)  # what killed runs kept: every page is trimmed
         self.compact()
 
     def check_extraction_mode(self, mode: str, connection: duckdb.DuckDBPyConnection | None = None) -> None:
