@@ -29,6 +29,7 @@ from cdc.ingest.ingester import Ingester
 from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
 from cdc.store.schema import SEARCH_TABLES
+from cdc.store.search import WatchMatching
 from cdc.store.wordindex import index_rows
 from tests import crawlgen, sitecrawl, storerows, textgen
 from tests.httpserver import TestServer
@@ -409,28 +410,61 @@ def test_template_only_changes_are_left_out_unless_asked_for(docs):
 
 
 @pytest.mark.slow
-def test_a_watch_leaves_template_only_changes_out_as_a_search_does(docs):
-    """The watches' query at a run's end filters template-only changes as a search does: the
-    same pages, with and without `include_template` (evaluated again for the second crawl's
+@pytest.mark.parametrize("beside", [False, True], ids=["in-the-query", "beside-the-run-end"])
+def test_a_watch_leaves_template_only_changes_out_as_a_search_does(docs, beside):
+    """The watches' query at a run's end filters template-only changes and verdicts as a
+    search does: the same pages, with and without `include_template`, and of one verdict;
+    matched in the query that records the hits, and beside the run's end, in a connection of
+    its own (`WatchMatching`), as `finish_run` does (evaluated again for the second crawl's
     run, then taken back, so the module's store is left as it was)."""
     store, _ = docs
     phrase = "this documentation site is moving to a new address"
-    add_watch(store, "banner", SearchQuery(added=phrase))
-    add_watch(store, "banner-all", SearchQuery(added=phrase, include_template=True))
+    queries = {"banner": SearchQuery(added=phrase),
+               "banner-all": SearchQuery(added=phrase, include_template=True),
+               "banner-rewrites": SearchQuery(text=phrase, verdicts=("rewrite",), include_template=True)}
+    for name, query in queries.items():
+        add_watch(store, name, query)
     try:
         with store.writing() as connection:
             (run,) = connection.execute("SELECT max(run) FROM runs").fetchone()
-            store._record_watch_hits(connection, run)
-        recorded = {name: {hit.url for hit in watch_hits(store, name, run)}
-                    for name in ("banner", "banner-all")}
+            with WatchMatching(connection, run, beside=beside) as matching:
+                store._record_watch_hits(connection, run, matching)
+        recorded = {name: {hit.url for hit in watch_hits(store, name, run)} for name in queries}
     finally:
-        for name in ("banner", "banner-all"):
+        for name in queries:
             store.remove_watch(name)
-    default = {hit.url for hit in search(store, SearchQuery(added=phrase), limit=None).hits}
-    included = {hit.url for hit in search(store, SearchQuery(added=phrase, include_template=True),
-                                           limit=None).hits}
-    assert recorded == {"banner": default, "banner-all": included}
-    assert default < included
+    expected = {name: {hit.url for hit in search(store, query, limit=None).hits}
+                for name, query in queries.items()}
+    assert recorded == expected
+    assert expected["banner"] < expected["banner-all"]
+    assert expected["banner-rewrites"] and expected["banner-rewrites"] < expected["banner-all"]
+
+
+def test_a_run_s_end_that_fails_stops_the_watches_matching_beside_it_and_leaves_the_store(tmp_path,
+                                                                                         monkeypatch):
+    """A run's end that fails while the watches are matched beside it: the matching is
+    stopped, no hit is recorded, the run is left unfinished, and the next run's end (the
+    store written again by this process) records its own hits."""
+    store = Store(tmp_path / "cdc.duckdb")
+    add_watch(store, "freeze", SearchQuery(added="price freeze"))
+    add_watch(store, "rent", SearchQuery(added="rent freeze"))
+    url = "https://news.example/prices"
+    ingest(store, history(url, f"{PARAGRAPH}\n{CLOSING}"))
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(Store, "_refresh_templates", fails)
+    with pytest.raises(RuntimeError, match="the disk went away"):
+        ingest(store, [crawlgen.record(url, 1, f"{PARAGRAPH}\nA price freeze was announced.\n{CLOSING}")])
+    assert watch_hits(store) == []
+    with store.reading() as connection:
+        assert connection.execute("SELECT count(*) FROM runs WHERE ended_at IS NULL").fetchone() == (1,)
+    monkeypatch.undo()
+    ingest(store, [crawlgen.record(url, 2, f"{PARAGRAPH}\nA price freeze was announced.\n{CLOSING}\n"
+                                           "A rent freeze was announced too.")])
+    assert [(hit.name, hit.run) for hit in watch_hits(store)] == [("rent", 3)]
+
 
 # --- the Chinese and Japanese histories of the shared corpus -------------------------------------
 

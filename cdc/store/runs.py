@@ -7,8 +7,10 @@ that arrives after its neighbours (another file of the same crawl) is measured w
 edits, however the run's records were split into files and batches. Then, in that
 transaction still, the templates of the hosts it touched are counted again and the
 template-only flags set (`cdc.store.templates`): after the trim, so they are counted over the
-generations that are left, as they are judged from then on. Last, the watches are evaluated
-against the changes the run measured, and their hits recorded (`cdc.store.search`).
+generations that are left, as they are judged from then on. Last, the watches' hits among
+the changes the run measured are recorded (`cdc.store.search`): matched against the run's
+index rows beside the trim and the templates, in a connection of their own (that matching
+reads nothing the run's end writes), and filtered by the flags and measures once those are set.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from cdc.core.verdicts import UNCHANGED
 from cdc.store.lookups import _for_keys, _one
 from cdc.store.schema import DEAD_TEXT
+from cdc.store.search import WatchMatching
 from cdc.store.templates import unflagged_pages
 
 COMPACT_SHARE = 0.5  # of the file's bytes, texts trimmed since the last compaction: then compact it
@@ -83,13 +86,15 @@ class Runs:
             # Every core: the run's workers are done (a writer's one thread is for its batches,
             # beside them). The 100,000-page run's end of benchmarks/search.py: 1.72 -> 1.29 s.
             connection.execute(f"SET threads = {os.cpu_count() or 1}")
-            pages = sorted(pages)
-            dead = self._trim(connection, pages) + self.trimmed_bytes(connection)
-            self.set_meta(connection, DEAD_TEXT, str(dead))
-            # A run that did not finish (killed) left rows unflagged: they are flagged with
-            # the next run's, found by their state (once flagged, never again).
-            self._refresh_templates(connection, sorted({*pages, *unflagged_pages(connection, pages)}))
-            self._record_watch_hits(connection, run)  # after the flags: a watch leaves template changes out
+            with WatchMatching(connection, run, beside=True) as matching:  # beside the trim and the flags
+                pages = sorted(pages)
+                dead = self._trim(connection, pages) + self.trimmed_bytes(connection)
+                self.set_meta(connection, DEAD_TEXT, str(dead))
+                # A run that did not finish (killed) left rows unflagged: they are flagged with
+                # the next run's, found by their state (once flagged, never again).
+                self._refresh_templates(connection, sorted({*pages, *unflagged_pages(connection, pages)}))
+                # After the flags: a watch leaves template-only changes out.
+                self._record_watch_hits(connection, run, matching)
             # One row per page for the run: the latest of those its batches wrote.
             connection.execute("""
                 CREATE OR REPLACE TEMP TABLE seen AS

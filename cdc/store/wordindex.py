@@ -36,7 +36,12 @@ mark join (`NOT IN`): that join 77 -> 16 ms, the query 550 -> 460 ms of CPU; and
 on every core (`Store.finish_run`): 1.72 -> 1.29 s, with the 20 watches 2.45 -> 1.77 s
 (1.38x; CPU 1.47x). Then the one-token phrases, joined once on (side, token) with a table of
 the searches' pairs (`search_singles`; DuckDB had joined on the token alone first, each row
-once per side): the common word's match either side 95 -> 70 ms, warm, one connection.
+once per side): the common word's match either side 95 -> 70 ms, warm, one connection. Then a run's end
+finds the watches' matches beside its trim and template count, in a second connection
+(`matching_query`, `cdc.store.search.WatchMatching`), and only their filters and the insert
+wait for those: 20 watches 1.36x -> 1.16-1.19x one with none, the matching's 0.6-0.7 s (its
+first read of the run's index rows, cold after the batches: 390 ms of the scan where a second
+read takes 140) hidden but for the 600,000 hits' insert, 200-270 ms.
 """
 
 from __future__ import annotations
@@ -240,18 +245,13 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
                         both=any(row[4] for row in phrases), labels=next(iter(labels), ()))
 
 
-def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -> tuple[str, list]:
-    """The SQL of every search's hits, with `wanted`'s tables registered under their names,
-    and its parameters: one row per side of a change that holds the phrase and passes the
-    search's filters, as (query, natural_key, generation, previous_generation, fetched_at,
-    verdict, template_only, run, side); `narrow`, as (query, natural_key, generation, run,
-    side). Given `run`, the changes of that run only: the index is read for that run's rows
-    alone. Each join a hit goes through costs (for 20 watches of a 100,000-page run, 600,000
-    hits): `pages` is joined only when a search keeps one host's pages, and the verdicts, the
-    labels and the changes that did both only when a search asks. Narrow, `changes` is
-    joined only when a search filters on its times, verdicts or labels: else the hits of a
-    template-only change are left out by the few such changes alone (a hash join keyed by
-    URL on every hit cost a common word's search 130 of its 300 ms)."""
+def matching_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
+    """The SQL of the sides that hold each search's phrase, with `wanted`'s tables registered
+    under their names, and its parameters: rows (search, natural_key, generation, run), a
+    search by its number in `search_phrases`, before any filter of the change rows. Given
+    `run`, the index is read for that run's rows alone. The half of `matches_query` that
+    reads the index, and nothing a run's end writes: a run's end runs it beside its own work
+    (`cdc.store.search.WatchMatching`)."""
     in_run = "AND run = ?" if run is not None else ""
 
     def scans(columns: str, tokens: list[str], listed: str) -> tuple[str, list]:
@@ -273,40 +273,12 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
     single, single_values = scans("token, added, natural_key, generation, run", wanted.single,
                                   "SELECT token FROM search_singles")
     longer, longer_values = scans("*", wanted.longer, "SELECT token FROM search_tokens")
-    both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
-            SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
-            WHERE s.each_side GROUP BY ALL HAVING count(DISTINCT s.added) = 2
-        )""" if wanted.both else ""
-    conditions = [
-        "(s.include_template OR c.template_only IS NOT TRUE)",
-        "(s.since IS NULL OR c.fetched_at >= s.since)",
-        "(s.until IS NULL OR c.fetched_at < s.until)",
-        *(["(s.host IS NULL OR p.host = s.host)"] if wanted.by_host else []),
-        *(["((s.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts) "
-           "OR s.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
-        *(["(NOT s.each_side OR (s.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
-          if wanted.both else []),
-        *([annotated_as("c")] if wanted.labels else []),
-    ]
     # The sides that hold every token of a longer phrase are bounded by those that hold its
     # two rarest tokens: the rows of the others are kept where those are (a hash join on few
     # rows), where counting every token's rows by side grouped them all (a common word or a
     # comma in a phrase: 850,000 rows for 10 phrases, a second). Bounded by the rarest token
     # alone, 20 watches' 10 phrases read 175,473 rows for 2,298 hits; by two, the query's
     # CPU went 500 -> 475 ms (with `matched` not materialized, 427 ms; one thread, medians).
-    joined = not narrow or wanted.by_time or wanted.by_verdict or bool(wanted.labels)
-    if joined:
-        columns = ("c.previous_generation, c.fetched_at, c.verdict, c.template_only, m.run" if not narrow
-                   else "m.run")
-        changes = "JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation"
-    else:  # the template-only changes alone: left out unless a search includes them
-        columns = "m.run"
-        # (a mark join, `NOT IN`: each hit probes the few template-only changes; as a left
-        # join with a test of its nulls it cost 20 watches' 600,000 hits 77 ms, this 16)
-        conditions[:3] = [] if wanted.template_kept else [
-            "(s.include_template OR (m.natural_key, m.generation) NOT IN ("
-            "SELECT natural_key, generation FROM changes WHERE template_only))"]
-        changes = ""
     return f"""
         WITH single AS (  -- the sides that hold a phrase of one token, by search: one join,
             -- with the searches' (side, token) pairs as they are listed (DuckDB joined the
@@ -355,13 +327,66 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
             GROUP BY ALL HAVING count(*) = any_value(tokens) AND len(list_reduce(
                 flatten(list(list_transform(offsets, lambda k: list_transform(positions, lambda p: p - k)))),
                 lambda a, b: list_intersect(a, b))) > 0
-        ), matched AS {"MATERIALIZED" if wanted.both else "NOT MATERIALIZED"} (  -- by search (its
+        )
+        SELECT * FROM single
+        UNION ALL
+        SELECT s.search, h.natural_key, h.generation, h.run
+        FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
+        """, [*single_values, *longer_values]
+
+
+def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False,
+                  matched: str | None = None) -> tuple[str, list]:
+    """The SQL of every search's hits, with `wanted`'s tables registered under their names,
+    and its parameters: one row per side of a change that holds the phrase and passes the
+    search's filters, as (query, natural_key, generation, previous_generation, fetched_at,
+    verdict, template_only, run, side); `narrow`, as (query, natural_key, generation, run,
+    side). Given `run`, the changes of that run only: the index is read for that run's rows
+    alone. Each join a hit goes through costs (for 20 watches of a 100,000-page run, 600,000
+    hits): `pages` is joined only when a search keeps one host's pages, and the verdicts, the
+    labels and the changes that did both only when a search asks. Narrow, `changes` is
+    joined only when a search filters on its times, verdicts or labels: else the hits of a
+    template-only change are left out by the few such changes alone (a hash join keyed by
+    URL on every hit cost a common word's search 130 of its 300 ms). `matched`: the name of a
+    table registered with `matching_query`'s rows, found already (else found here)."""
+    if matched is None:
+        rows, values = matching_query(wanted, run)
+        matched = f"({rows})"
+    else:
+        values = []
+    both_sides = """, both_sides AS (  -- of the searches of both sides, the changes that did both
+            SELECT s.query, m.natural_key, m.generation FROM matched m JOIN search_phrases s USING (search)
+            WHERE s.each_side GROUP BY ALL HAVING count(DISTINCT s.added) = 2
+        )""" if wanted.both else ""
+    conditions = [
+        "(s.include_template OR c.template_only IS NOT TRUE)",
+        "(s.since IS NULL OR c.fetched_at >= s.since)",
+        "(s.until IS NULL OR c.fetched_at < s.until)",
+        *(["(s.host IS NULL OR p.host = s.host)"] if wanted.by_host else []),
+        *(["((s.query, c.verdict) IN (SELECT query, verdict FROM search_verdicts) "
+           "OR s.query NOT IN (SELECT query FROM search_verdicts))"] if wanted.by_verdict else []),
+        *(["(NOT s.each_side OR (s.query, m.natural_key, m.generation) IN (SELECT * FROM both_sides))"]
+          if wanted.both else []),
+        *([annotated_as("c")] if wanted.labels else []),
+    ]
+    joined = not narrow or wanted.by_time or wanted.by_verdict or bool(wanted.labels)
+    if joined:
+        columns = ("c.previous_generation, c.fetched_at, c.verdict, c.template_only, m.run" if not narrow
+                   else "m.run")
+        changes = "JOIN changes c ON c.natural_key = m.natural_key AND c.generation = m.generation"
+    else:  # the template-only changes alone: left out unless a search includes them
+        columns = "m.run"
+        # (a mark join, `NOT IN`: each hit probes the few template-only changes; as a left
+        # join with a test of its nulls it cost 20 watches' 600,000 hits 77 ms, this 16)
+        conditions[:3] = [] if wanted.template_kept else [
+            "(s.include_template OR (m.natural_key, m.generation) NOT IN ("
+            "SELECT natural_key, generation FROM changes WHERE template_only))"]
+        changes = ""
+    return f"""
+        WITH matched AS {"MATERIALIZED" if wanted.both else "NOT MATERIALIZED"} (  -- by search (its
             -- number: the rows stay narrow), joined with its filters after (materialized only
             -- where `both_sides` reads it too: 20 watches' 719,193 rows cost 25 ms more so)
-            SELECT * FROM single
-            UNION ALL
-            SELECT s.search, h.natural_key, h.generation, h.run
-            FROM held h JOIN search_phrases s ON s.added = h.added AND s.phrase = h.phrase
+            SELECT * FROM {matched}
         ){both_sides}
         SELECT s.query, m.natural_key, m.generation, {columns},
                CASE WHEN s.added THEN 'added' ELSE 'removed' END AS side
@@ -369,4 +394,4 @@ def matches_query(wanted: WantedTables, run: int | None, narrow: bool = False) -
         {changes}
         {"JOIN pages p ON p.natural_key = m.natural_key" if wanted.by_host else ""}
         WHERE {" AND ".join(conditions) or "true"}
-        """, [*single_values, *longer_values, *([list(wanted.labels)] if wanted.labels else [])]
+        """, [*values, *([list(wanted.labels)] if wanted.labels else [])]
