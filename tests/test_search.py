@@ -440,30 +440,50 @@ def test_a_watch_leaves_template_only_changes_out_as_a_search_does(docs, beside)
     assert expected["banner-rewrites"] and expected["banner-rewrites"] < expected["banner-all"]
 
 
-def test_a_run_s_end_that_fails_stops_the_watches_matching_beside_it_and_leaves_the_store(tmp_path,
-                                                                                         monkeypatch):
+def test_a_run_that_did_not_finish_has_its_hits_recorded_by_the_next_run_s_end(tmp_path, monkeypatch, capsys):
     """A run's end that fails while the watches are matched beside it: the matching is
-    stopped, no hit is recorded, the run is left unfinished, and the next run's end (the
-    store written again by this process) records its own hits."""
-    store = Store(tmp_path / "cdc.duckdb")
-    add_watch(store, "freeze", SearchQuery(added="price freeze"))
-    add_watch(store, "rent", SearchQuery(added="rent freeze"))
+    stopped, no hit is recorded and the run is left unfinished, its batches stored. The next
+    run's end records that run's hits, for that run, beside its own, and says so; the run
+    after it does not record them again. A clean run of the same records has the same hits."""
     url = "https://news.example/prices"
-    ingest(store, history(url, f"{PARAGRAPH}\n{CLOSING}"))
+    price = f"{PARAGRAPH}\nA price freeze was announced.\n{CLOSING}"
+    versions = [f"{PARAGRAPH}\n{CLOSING}", price, f"{price}\nA rent freeze was announced too.",
+                f"{price}\nA rent freeze was announced too.\nMore."]
+    files = [jsonl(tmp_path / f"v{n}.jsonl", [crawlgen.record(url, n, body)])
+             for n, body in enumerate(versions)]
+    db = str(tmp_path / "cdc.duckdb")
+    assert main(["--db", db, "watch", "add", "freeze", "--added", "price freeze"]) == EXIT_OK
+    assert main(["--db", db, "watch", "add", "rent", "--added", "rent freeze"]) == EXIT_OK
+    assert main(["--db", db, "ingest", "--quiet", str(files[0])]) == EXIT_OK
 
     def fails(*args, **kwargs):
         raise RuntimeError("the disk went away")
 
-    monkeypatch.setattr(Store, "_refresh_templates", fails)
-    with pytest.raises(RuntimeError, match="the disk went away"):
-        ingest(store, [crawlgen.record(url, 1, f"{PARAGRAPH}\nA price freeze was announced.\n{CLOSING}")])
-    assert watch_hits(store) == []
-    with store.reading() as connection:
-        assert connection.execute("SELECT count(*) FROM runs WHERE ended_at IS NULL").fetchone() == (1,)
-    monkeypatch.undo()
-    ingest(store, [crawlgen.record(url, 2, f"{PARAGRAPH}\nA price freeze was announced.\n{CLOSING}\n"
-                                           "A rent freeze was announced too.")])
-    assert [(hit.name, hit.run) for hit in watch_hits(store)] == [("rent", 3)]
+    with monkeypatch.context() as patched:
+        patched.setattr(Store, "_refresh_templates", fails)
+        with pytest.raises(RuntimeError, match="the disk went away"):
+            Ingester(Store(db)).run(iter_records(str(files[1])))
+    assert watch_hits(Store(db)) == []
+    with Store(db).reading() as connection:
+        assert connection.execute("SELECT run FROM runs WHERE ended_at IS NULL").fetchall() == [(2,)]
+    capsys.readouterr()
+    assert main(["--db", db, "ingest", "--quiet", "--fail-on-watch", str(files[2])]) == EXIT_WATCH_HIT
+    out = capsys.readouterr().out
+    assert "watch rent: 1 hit (`cdc watch hits rent --run 3`)" in out
+    assert ("watch freeze: 1 hit in run 2, which had not finished: recorded by this run's end "
+            "(`cdc watch hits freeze --run 2`)") in out
+    assert [(hit.name, hit.run) for hit in watch_hits(Store(db))] == [("freeze", 2), ("rent", 3)]
+    assert main(["--db", db, "ingest", "--quiet", "--fail-on-watch", str(files[3])]) == EXIT_OK
+    assert "run 2" not in capsys.readouterr().out
+    assert [(hit.name, hit.run) for hit in watch_hits(Store(db))] == [("freeze", 2), ("rent", 3)]
+    # The same records in a store whose runs all finished: the same hits, run for run.
+    clean = str(tmp_path / "clean.duckdb")
+    for name, phrase in (("freeze", "price freeze"), ("rent", "rent freeze")):
+        assert main(["--db", clean, "watch", "add", name, "--added", phrase]) == EXIT_OK
+    for file in files:
+        main(["--db", clean, "ingest", "--quiet", str(file)])
+    assert ([(hit.name, hit.run, hit.generation) for hit in watch_hits(Store(clean))]
+            == [(hit.name, hit.run, hit.generation) for hit in watch_hits(Store(db))])
 
 
 # --- the Chinese and Japanese histories of the shared corpus -------------------------------------

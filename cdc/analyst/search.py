@@ -156,7 +156,11 @@ def watch_hits(store: Store, name: str | None = None, run: int | None = None) ->
     return hits
 
 
-def run_watch_counts(store: Store, run: int) -> dict[str, int]:
-    """Each watch's hits in `run` (0 for a watch that did not hit), by name."""
-    counts = store.watch_hit_counts([run])
-    return {watch.name: counts.get((watch.name, run), 0) for watch in store.watches()}
+def run_watch_counts(store: Store, run: int) -> dict[int, dict[str, int]]:
+    """Each watch's hits (0 for a watch that did not hit), by name, in each run whose hits
+    run `run`'s end recorded: `run`, and the runs before it that did not finish
+    (`cdc.store.search.watched_runs`), oldest first."""
+    runs = store.watched_runs(run)
+    counts = store.watch_hit_counts(runs)
+    names = [watch.name for watch in store.watches()]
+    return {watched: {name: counts.get((name, watched), 0) for name in names} for watched in runs}

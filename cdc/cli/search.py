@@ -159,17 +159,26 @@ def add_watch_option(parser: argparse.ArgumentParser) -> None:
                         help=f"exit with code {EXIT_WATCH_HIT} when a watch hit in this run (`cdc watch`)")
 
 
+def _hits(count: int) -> str:
+    return f"{count:,} hit{'s' if count != 1 else ''}"
+
+
 def report_watches(store: Store, run: int, args: argparse.Namespace, code: int) -> int:
-    """Print each watch's hits in `run`, and return `code`, or `EXIT_WATCH_HIT` when
-    `--fail-on-watch` was given and a watch hit (skipped records or failed URLs too: the
-    summary above lists them)."""
+    """Print each watch's hits in `run`, and those its end recorded of earlier runs that did
+    not finish (`cdc.store.search.watched_runs`), and return `code`, or `EXIT_WATCH_HIT`
+    when `--fail-on-watch` was given and a watch hit in one of them (skipped records or
+    failed URLs too: the summary above lists them)."""
     try:
-        counts = run_watch_counts(store, run)
+        by_run = run_watch_counts(store, run)
     except CdcError as exc:  # the run is stored; its watch lines are not worth a failure
         raise SearchError(f"the run is stored, but its watch hits could not be read: {exc}") from exc
-    for name, count in counts.items():
-        print(f"watch {name}: {count:,} hit{'s' if count != 1 else ''}"
-              + (f" (`cdc watch hits {name} --run {run}`)" if count else ""))
-    if getattr(args, "fail_on_watch", False) and any(counts.values()):
+    for name, count in by_run[run].items():
+        print(f"watch {name}: {_hits(count)}" + (f" (`cdc watch hits {name} --run {run}`)" if count else ""))
+    for stopped, counts in by_run.items():
+        for name, count in counts.items():
+            if stopped != run and count:
+                print(f"watch {name}: {_hits(count)} in run {stopped}, which had not finished: recorded by "
+                      f"this run's end (`cdc watch hits {name} --run {stopped}`)")
+    if getattr(args, "fail_on_watch", False) and any(any(counts.values()) for counts in by_run.values()):
         return EXIT_WATCH_HIT
     return code

@@ -8,7 +8,8 @@ edits, however the run's records were split into files and batches. Then, in tha
 transaction still, the templates of the hosts it touched are counted again and the
 template-only flags set (`cdc.store.templates`): after the trim, so they are counted over the
 generations that are left, as they are judged from then on. Last, the watches' hits among
-the changes the run measured are recorded (`cdc.store.search`): matched against the run's
+the changes the run measured, and those of the runs before it that did not finish, are
+recorded (`cdc.store.search`, `watched_runs`): matched against the runs'
 index rows beside the trim and the templates, in a connection of their own (that matching
 reads nothing the run's end writes), and filtered by the flags and measures once those are set.
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -129,10 +129,24 @@ def _matched(connection: duckdb.DuckDBPyConnection, searches: Mapping[str, Words
     return query, values, _registrations(connection, wanted)
 
 
+def watched_runs(connection: duckdb.DuckDBPyConnection, run: int) -> list[int]:
+    """The runs whose watch hits run `run`'s end records: the runs since the last run that
+    finished before it that did not finish (killed, stopped, failed: their batches are in
+    the store, their hits were never recorded), oldest first, and `run` itself. So a
+    stopped run's changes are watched by the next run to finish, once, as its rows are
+    flagged then (`cdc.store.templates.unflagged_pages`); a run still going beside it is
+    recorded again, whole, by its own end (hits are recorded by run, each run's anew)."""
+    return [found for (found,) in connection.execute("""
+        SELECT run FROM runs
+        WHERE run < ? AND ended_at IS NULL
+          AND run > coalesce((SELECT max(run) FROM runs WHERE run < ? AND ended_at IS NOT NULL), 0)
+        ORDER BY run""", [run, run]).fetchall()] + [run]
+
+
 class WatchMatching:
-    """The watches, and the sides of a run's changes that hold each one's phrase
-    (`matching_query`): found beside the run's end, by a thread of its own, when asked
-    (`beside`); else by the query that records the hits.
+    """The watches, and the sides of the changes of a run's end's runs (`watched_runs`) that
+    hold each one's phrase (`matching_query`): found beside the run's end, by a thread of its
+    own, when asked (`beside`); else here.
 
     Beside: through a second connection to the store, which reads what the run's batches
     committed, where the matching reads: the run's index rows and the watches. Nothing of that
@@ -147,28 +161,37 @@ class WatchMatching:
         saved = {name: SearchQuery.from_json(query).words_filter() for name, query in connection.execute(
             "SELECT name, query FROM watches ORDER BY name").fetchall()}
         self.wanted = wanted_tables(saved) if saved else None
-        self._run = run
+        self.runs = watched_runs(connection, run)
         self._rows: pa.Table | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        if self.wanted is None or not beside:  # not beside: found by the query that records them
+        if self.wanted is None:
+            return
+        if not beside:
+            self._match(connection)
             return
         (database,) = _one(connection.execute("SELECT current_database()"))
         self._connection = connection.cursor()
         self._connection.execute(f"USE {database}")  # a name of this package's (`_ALIAS`), never input
-        self._thread = threading.Thread(target=self._match, name="cdc-watch-matching", daemon=True)
+        self._thread = threading.Thread(target=self._match, args=(self._connection,),
+                                        name="cdc-watch-matching", daemon=True)
         self._thread.start()
 
-    def _match(self) -> None:
+    def _match(self, connection: duckdb.DuckDBPyConnection) -> None:
+        """`matching_query`'s rows of each of the runs, one query a run (each reads that run's
+        index rows alone)."""
         try:
-            query, values = matching_query(self.wanted, self._run)
-            with _registrations(self._connection, self.wanted):
-                self._rows = self._connection.sql(query, params=values).to_arrow_table()
+            found = []
+            with _registrations(connection, self.wanted):
+                for run in self.runs:
+                    query, values = matching_query(self.wanted, run)
+                    found.append(connection.sql(query, params=values).to_arrow_table())
+            self._rows = pa.concat_tables(found)
         except BaseException as exc:  # raised in the caller's thread, by `rows`
             self._error = exc
 
-    def rows(self) -> pa.Table | None:
-        """`matching_query`'s rows, once found beside (None: not asked to)."""
+    def rows(self) -> pa.Table:
+        """`matching_query`'s rows of the runs, once found."""
         self.close()
         if self._error is not None:
             raise self._error
@@ -368,21 +391,25 @@ class Search:
 
     def _record_watch_hits(self, connection: duckdb.DuckDBPyConnection, run: int,
                            matching: WatchMatching | None = None) -> None:
-        """The hits of each watch among the changes run `run` measured, recorded for the run
-        (in the run's end's transaction: a run ends with its hits or not at all): one query
-        for every watch, over that run's index rows (found by `matching`, else here), then
-        the change rows' filters, on the flags and measures the run's end has set."""
-        connection.execute("DELETE FROM watch_hits WHERE run = ?", [run])
+        """The hits of each watch among the changes of run `run`, and of the runs before it
+        that did not finish (`watched_runs`), each recorded for the run that measured the
+        change, in the run's end's transaction (a run ends with its hits or not at all): the
+        sides that hold a phrase (found by `matching`, else here), then the change rows'
+        filters, on the flags and measures the run's end has set."""
         matching = matching or WatchMatching(connection, run)
+        connection.execute("DELETE FROM watch_hits WHERE list_contains(?, run)", [matching.runs])
         if matching.wanted is None:
             return
-        rows = matching.rows()
-        query, values = matches_query(matching.wanted, run, narrow=True,
-                                      matched=None if rows is None else "matched_rows")
-        with (nullcontext() if rows is None else _registered(connection, "matched_rows", rows),
+        query, values = matches_query(matching.wanted, run, narrow=True, matched="matched_rows")
+        with (_registered(connection, "matched_rows", matching.rows()),
               _registrations(connection, matching.wanted)):
             connection.execute(f"""INSERT INTO watch_hits
                                    SELECT query, run, natural_key, generation, side FROM ({query})""", values)
+
+    def watched_runs(self, run: int) -> list[int]:
+        """The runs whose watch hits run `run`'s end records (`watched_runs`)."""
+        with self.reading() as connection:
+            return watched_runs(connection, run)
 
     def watch_hits(self, name: str | None = None, run: int | None = None) -> list[WatchHitRow]:
         """Recorded hits, by run, then page and side; of one watch, of one run."""
