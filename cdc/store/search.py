@@ -154,7 +154,7 @@ class WatchMatching:
     matching fills the cores those leave idle, and only the filters of the change rows (a
     template-only flag, a verdict) wait for them (`Search._record_watch_hits`). The run's end
     of benchmarks/search.py (100,000 pages, 20 watches, 600,000 hits): 1.36x one with none
-    -> 1.16-1.25x, of which the hits' insert is 190-270 ms. A block that fails stops the
+    -> 1.13-1.25x, of which the hits' insert is 190-270 ms. A block that fails stops the
     matching (`close`)."""
 
     def __init__(self, connection: duckdb.DuckDBPyConnection, run: int, beside: bool = False):

@@ -39,7 +39,7 @@ the searches' pairs (`search_singles`; DuckDB had joined on the token alone firs
 once per side): the common word's match either side 95 -> 70 ms, warm, one connection. Then a run's end
 finds the watches' matches beside its trim and template count, in a second connection
 (`matching_query`, `cdc.store.search.WatchMatching`), and only their filters and the insert
-wait for those: 20 watches 1.36x -> 1.16-1.25x one with none, the matching's 0.6-0.7 s (its
+wait for those: 20 watches 1.36x -> 1.13-1.25x one with none, the matching's 0.6-0.7 s (its
 first read of the run's index rows, cold after the batches: the scan's operators 390 ms of
 CPU where a second read takes 140) hidden but for the 600,000 hits' insert, 190-270 ms, and
 its share of the cores.
