@@ -200,16 +200,16 @@ class ExpiredTexts:
         of runs that died, their texts of pages not seen written to a file of no run first."""
         taken = self._dead_runs()
         files = _data_files(self.folder)
+        seen_keys = pa.array(list(seen), pa.string()) if taken and seen is not None else None
         orphans: list[pa.Table] = []
         for path in files:
             token = _token_of(path)
             if token == self._token:
                 path.unlink(missing_ok=True)
-            elif token in taken and seen is not None:
+            elif token in taken and seen_keys is not None:
                 with suppress(OSError, pa.ArrowInvalid):  # unreadable: nothing in it can be found
                     table = _read(path)
-                    seen_here = pc.is_in(table.column("natural_key"), pa.array(list(seen), pa.string()))
-                    unseen = pc.invert(seen_here)
+                    unseen = pc.invert(pc.is_in(table.column("natural_key"), seen_keys))
                     orphans.append(table.filter(pc.and_(unseen, pc.is_valid(table.column("text")))))
         if orphans and (table := pa.concat_tables(orphans)).num_rows:
             _write(self.folder, f"{_ORPHAN}{secrets.token_hex(6)}-0", table)  # before the files go

@@ -19,6 +19,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from cdc.store.connection import _database_name
 from cdc.store.lookups import _by_keys, _key_table, _one, _registered
 from cdc.store.searchquery import SearchQuery
 from cdc.store.wordindex import (
@@ -170,9 +171,9 @@ class WatchMatching:
         if not beside:
             self._match(connection)
             return
-        (database,) = _one(connection.execute("SELECT current_database()"))
+        database = _database_name(connection)  # the store's name in the process's database
         self._connection = connection.cursor()
-        self._connection.execute(f"USE {database}")  # a name of this package's (`_ALIAS`), never input
+        self._connection.execute(f"USE {database}")
         self._thread = threading.Thread(target=self._match, args=(self._connection,),
                                         name="cdc-watch-matching", daemon=True)
         self._thread.start()
@@ -400,7 +401,8 @@ class Search:
         connection.execute("DELETE FROM watch_hits WHERE list_contains(?, run)", [matching.runs])
         if matching.wanted is None:
             return
-        query, values = matches_query(matching.wanted, run, narrow=True, matched="matched_rows")
+        # The rows of every run found already: `matches_query` applies the filters alone.
+        query, values = matches_query(matching.wanted, None, narrow=True, matched="matched_rows")
         with (_registered(connection, "matched_rows", matching.rows()),
               _registrations(connection, matching.wanted)):
             connection.execute(f"""INSERT INTO watch_hits
