@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
 from cdc.store.schema import SEARCH_TABLES
 from cdc.store.search import WatchMatching
-from cdc.store.wordindex import index_rows
+from cdc.store.wordindex import index_rows, matching_query, registered_tables, wanted_tables
 from tests import crawlgen, sitecrawl, storerows, textgen
 from tests.httpserver import TestServer
 from tests.sitecrawl import BANNER, DELETE
@@ -484,6 +485,78 @@ def test_a_run_that_did_not_finish_has_its_hits_recorded_by_the_next_run_s_end(t
         main(["--db", clean, "ingest", "--quiet", str(file)])
     assert ([(hit.name, hit.run, hit.generation) for hit in watch_hits(Store(clean))]
             == [(hit.name, hit.run, hit.generation) for hit in watch_hits(Store(db))])
+
+
+def _shuffled_histories(pages: int = 8, versions: int = 4) -> list[dict]:
+    """Pages whose every version inserts a sentence of its own and drops the one before, their
+    records shuffled: a page's later fetch comes first as often as not, so a batch re-measures
+    changes an earlier batch stored (their words and index rows replaced)."""
+    records = []
+    for page in range(pages):
+        sentences = [textgen.text(1_000 + 10 * page + version, 160).decode() for version in range(versions)]
+        records += history(f"https://news{page % 2}.example/story/{page}",
+                           *(f"{PARAGRAPH}\n{sentence}\n{CLOSING}" for sentence in sentences))
+    random.Random(7).shuffle(records)
+    return records
+
+
+def test_the_batches_matches_are_what_the_index_holds_and_the_hits_those_a_search_finds(tmp_path):
+    """A run's batches match the watches it started with as they are written (`watch_matches`,
+    `cdc.store.indexwriter`), in shuffled input whose late fetches re-measure stored changes:
+    before its end, each watch's matches are the sides its stored index rows hold the phrase
+    on (the query a search runs), and its end (here the next run's: its own fails) records
+    as hits what a search of that run finds; a watch added during the run is matched from the
+    index by that end; then the matches are gone."""
+    records = _shuffled_histories()
+    db = tmp_path / "cdc.duckdb"
+    store = Store(db)
+    sentence = textgen.text(1_021, 160).decode().split()
+    queries = {"phrase": SearchQuery(added=" ".join(sentence[2:5])), "word": SearchQuery(text="price"),
+               "removed": SearchQuery(removed=" ".join(sentence[:3])),
+               "both": SearchQuery(added="the", removed="and")}
+    for name, query in queries.items():
+        add_watch(store, name, query)
+    re_measured = []
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the disk went away")
+
+    def adds_a_watch(batch):
+        re_measured.append(batch.removed_changes.num_rows)
+        if len(re_measured) == 2:  # during the run: matched at its end, from the index
+            add_watch(store, "late", SearchQuery(added="river"))
+
+    original = Store._refresh_templates
+    Store._refresh_templates = fails
+    try:
+        with pytest.raises(RuntimeError, match="the disk went away"):
+            Ingester(store, batch_records=5, on_write=adds_a_watch).run(
+                iter_records(str(jsonl(tmp_path / "shuffled.jsonl", records))))
+    finally:
+        Store._refresh_templates = original
+    assert sum(re_measured) > 0
+    with store.reading() as connection:
+        matched = connection.execute(
+            "SELECT name, natural_key, generation, added FROM watch_matches").fetchall()
+        wanted = wanted_tables({name: query.words_filter() for name, query in queries.items()})
+        query, values = matching_query(wanted, 1)
+        with registered_tables(connection, wanted):
+            indexed = connection.execute(f"""SELECT s.query, m.natural_key, m.generation, s.added
+                                             FROM ({query}) m JOIN search_phrases s USING (search)""",
+                                         values).fetchall()
+    assert indexed and sorted(matched) == sorted(indexed)
+    assert {name for name, *_ in matched} == set(queries)  # every watch matched; the late one not
+    main(["--db", str(db), "ingest", "--quiet", str(jsonl(tmp_path / "next.jsonl", records[:1]))])
+    queries["late"] = SearchQuery(added="river")
+    for name, query in queries.items():
+        found = search(store, SearchQuery(**{**vars(query), "run": 1}), limit=None).hits
+        hits = watch_hits(store, name, 1)
+        assert hits, name
+        assert sorted((h.url, h.generation, h.side) for h in hits) == sorted(
+            (h.url, h.generation, h.side) for h in found), name
+    with store.reading() as connection:
+        assert connection.execute("SELECT count(*) FROM watch_matches").fetchone() == (0,)
+        assert connection.execute("SELECT count(*) FROM run_watches").fetchone() == (0,)
 
 
 # --- the Chinese and Japanese histories of the shared corpus -------------------------------------

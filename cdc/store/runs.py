@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cdc.core.verdicts import UNCHANGED
+from cdc.store.indexwriter import copy_watches
 from cdc.store.lookups import _for_keys, _one
 from cdc.store.schema import DEAD_TEXT
 from cdc.store.search import WatchMatching
@@ -73,6 +74,7 @@ class Runs:
             connection.execute(
                 "INSERT INTO runs (run, label, started_at, inputs) VALUES (?, ?, ?, ?)",
                 [run, label or default_label(inputs), _now(), [str(name) for name in inputs]])
+            copy_watches(connection, run)  # its batches match these as they are written
         return run
 
     def finish_run(self, run: int, counts: dict[str, int], pages: Iterable[str]) -> None:

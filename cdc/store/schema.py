@@ -47,6 +47,9 @@ Tables (all times UTC):
   zone maps find a token reading about one row group a batch. Erased with its page.
 - `watches`: one row per saved search (`cdc.analyst.search.Watch`): its name and query as JSON.
 - `watch_hits`: one row per hit of a watch at a run's end: the run, the change and the side.
+- `run_watches`, `watch_matches`: the watches a run started with, and the sides of its changes
+  that hold their phrases, found as its batches were written (`cdc.store.indexwriter`); read
+  and deleted by the run's end that records its hits.
 
 A generation's number is its capture time, YYYYMMDDhhmmss (`cdc.core.captures.capture_id`), so
 numbers order as fetch times do and never come to name another version.
@@ -133,6 +136,24 @@ SEARCH_TABLES = [
         side VARCHAR NOT NULL
     )""",
 ]
+# The watches' matches made as a run's batches are written (`cdc.store.indexwriter`): the
+# watches each run started with, and the sides of its changes that hold their phrases, kept
+# until the run's end records them as hits. Made if missing at every first write to a file,
+# so a store of this schema made before them gets them then.
+WATCH_MATCH_TABLES = [
+    """CREATE TABLE IF NOT EXISTS run_watches (
+        run INTEGER NOT NULL,
+        name VARCHAR NOT NULL,
+        query VARCHAR NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS watch_matches (
+        name VARCHAR NOT NULL,
+        run INTEGER NOT NULL,
+        natural_key VARCHAR NOT NULL,
+        generation BIGINT NOT NULL,
+        added BOOLEAN NOT NULL
+    )""",
+]
 
 # The tables of the rows ingest writes are made from those rows' definitions (`cdc.store.rows`):
 # their columns, types and order are the fields', so the Arrow tables appended match them.
@@ -166,6 +187,7 @@ SCHEMA = [
     stored_rows.create_table("page_runs", stored_rows.PageRunsRow),
     ANNOTATIONS_TABLE,
     *SEARCH_TABLES,
+    *WATCH_MATCH_TABLES,
 ]
 
 # Every per-page lookup is an equality on natural_key, the one predicate DuckDB answers from
@@ -188,7 +210,7 @@ TABLES = ("pages", "generations", "content_chunks", "changes")
 STORED_TABLES = ("pages", "generations", "chunk_lists", "changes", "fetches", "page_runs", "annotations",
                  "change_words", "watch_hits")
 # Tables that index the stored rows: erased and copied with them, not counted as rows of a page.
-INDEX_TABLES = ("change_tokens",)
+INDEX_TABLES = ("change_tokens", "watch_matches")
 
 # Schema 1's chunk rows as `chunk_lists` rows, a retained generation with no chunks (an
 # empty text) included, as ingest writes it.
@@ -259,7 +281,7 @@ UPGRADE_TO_TEMPLATES = [
 # of version 5 reads the same. Filled on upgrade by `_fill_surt_keys` and
 # `Search.fill_change_words` (the words of the changes whose two texts are retained).
 SURT_COLUMN = "ALTER TABLE pages ADD COLUMN IF NOT EXISTS surt VARCHAR"
-VERSION_5 = [SURT_COLUMN, ANNOTATIONS_TABLE, *SEARCH_TABLES]
+VERSION_5 = [SURT_COLUMN, ANNOTATIONS_TABLE, *SEARCH_TABLES, *WATCH_MATCH_TABLES]
 SURT_BATCH = 10_000  # pages given their SURT per statement on upgrade
 
 
@@ -341,7 +363,7 @@ class Schema:
         version = self._check_meta(connection)
         if version < SCHEMA_VERSION:
             self._upgrade(connection, version)
-        for statement in INDEXES:  # a store made before an index was added gets it now
+        for statement in WATCH_MATCH_TABLES + INDEXES:  # a store made before these gets them now
             connection.execute(statement)
 
     def _upgrade(self, connection: duckdb.DuckDBPyConnection, version: int) -> None:

@@ -18,18 +18,17 @@ from datetime import datetime
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc.store.connection import _database_name
+from cdc.store.indexwriter import append_words, forget_matches, unindex_words
 from cdc.store.lookups import _by_keys, _key_table, _one, _registered
 from cdc.store.searchquery import SearchQuery
 from cdc.store.wordindex import (
-    REGISTERED,
-    WantedTables,
     WordsFilter,
-    append_words,
     matches_query,
     matching_query,
-    unindex_words,
+    registered_tables,
     wanted_tables,
 )
 
@@ -46,6 +45,9 @@ NEWEST_CHANGES = 2_000
 NEWEST_PER_HIT = 20
 
 ADDED, REMOVED = "added", "removed"
+# `matching_query`'s rows: a search (its number), the side of a change that holds its phrase.
+_MATCHED_SCHEMA = pa.schema([("search", pa.int32()), ("natural_key", pa.string()),
+                             ("generation", pa.int64()), ("run", pa.int32())])
 SIDES = (ADDED, REMOVED)
 
 
@@ -112,22 +114,13 @@ class WatchHitRow:
     text: str | None  # the side's edits; None where the page's words are gone (re-measured)
 
 
-def _registrations(connection: duckdb.DuckDBPyConnection, wanted: WantedTables) -> ExitStack:
-    """The tables the matching queries read (`cdc.store.wordindex.REGISTERED`), registered on
-    `connection` until the stack is closed."""
-    registered = ExitStack()
-    for name in REGISTERED:
-        registered.enter_context(_registered(connection, name, getattr(wanted, name)))
-    return registered
-
-
 def _matched(connection: duckdb.DuckDBPyConnection, searches: Mapping[str, WordsFilter],
              run: int | None, narrow: bool = False) -> tuple[str, list, ExitStack]:
     """The SQL of the searches' hits (`cdc.store.wordindex.matches_query`), its parameters,
     and the registrations it reads, to be closed after the query."""
     wanted = wanted_tables(searches)
     query, values = matches_query(wanted, run, narrow)
-    return query, values, _registrations(connection, wanted)
+    return query, values, registered_tables(connection, wanted)
 
 
 def watched_runs(connection: duckdb.DuckDBPyConnection, run: int) -> list[int]:
@@ -146,23 +139,29 @@ def watched_runs(connection: duckdb.DuckDBPyConnection, run: int) -> list[int]:
 
 class WatchMatching:
     """The watches, and the sides of the changes of a run's end's runs (`watched_runs`) that
-    hold each one's phrase (`matching_query`): found beside the run's end, by a thread of its
-    own, when asked (`beside`); else here.
+    hold each one's phrase: read from the matches its batches made (`cdc.store.indexwriter`)
+    for the watches the run started with, matched from the index (`matching_query`) for the
+    others (a watch added since; every watch of a run stored before the matches were made);
+    found beside the run's end, by a thread of its own, when asked (`beside`); else here.
 
     Beside: through a second connection to the store, which reads what the run's batches
-    committed, where the matching reads: the run's index rows and the watches. Nothing of that
-    is written by the run's end (its trim, its template flags and own measures), so the
-    matching fills the cores those leave idle, and only the filters of the change rows (a
-    template-only flag, a verdict) wait for them (`Search._record_watch_hits`). The run's end
-    of benchmarks/search.py (100,000 pages, 20 watches, 600,000 hits): 1.36x one with none
-    -> 1.13-1.25x, of which the hits' insert is 190-270 ms. A block that fails stops the
-    matching (`close`)."""
+    committed, where the matching reads: the run's matches, index rows and the watches.
+    Nothing of that is written by the run's end (its trim, its template flags and own
+    measures), so the matching fills the cores those leave idle, and only the filters of the
+    change rows (a template-only flag, a verdict) wait for them (`Search._record_watch_hits`).
+    A block that fails stops the matching (`close`)."""
 
     def __init__(self, connection: duckdb.DuckDBPyConnection, run: int, beside: bool = False):
-        saved = {name: SearchQuery.from_json(query).words_filter() for name, query in connection.execute(
-            "SELECT name, query FROM watches ORDER BY name").fetchall()}
-        self.wanted = wanted_tables(saved) if saved else None
+        saved = dict(connection.execute("SELECT name, query FROM watches ORDER BY name").fetchall())
+        self._filters = {name: SearchQuery.from_json(query).words_filter() for name, query in saved.items()}
+        self.wanted = wanted_tables(self._filters) if saved else None
         self.runs = watched_runs(connection, run)
+        copied = connection.execute("SELECT run, name, query FROM run_watches WHERE list_contains(?, run)",
+                                    [self.runs]).fetchall()
+        # Per run, the watches its batches matched: copied as it started, and unchanged since.
+        self._matched_by_batches = {of: sorted(name for copy, name, query in copied
+                                               if copy == of and saved.get(name) == query)
+                                    for of in self.runs}
         self._rows: pa.Table | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -179,17 +178,39 @@ class WatchMatching:
         self._thread.start()
 
     def _match(self, connection: duckdb.DuckDBPyConnection) -> None:
-        """`matching_query`'s rows of each of the runs, one query a run (each reads that run's
-        index rows alone)."""
+        """The rows (search, natural_key, generation, run) of `matching_query` for each run:
+        its batches' matches, and the other watches' from its index rows."""
         try:
-            found = []
-            with _registrations(connection, self.wanted):
-                for run in self.runs:
-                    query, values = matching_query(self.wanted, run)
-                    found.append(connection.sql(query, params=values).to_arrow_table())
+            found = [self._from_index(connection, run) for run in self.runs]
+            with registered_tables(connection, self.wanted):
+                found += [connection.sql("""
+                    SELECT s.search, m.natural_key, m.generation, m.run
+                    FROM watch_matches m JOIN search_phrases s ON s.query = m.name AND s.added = m.added
+                    WHERE m.run = ? AND list_contains(?, m.name)""",
+                                         params=[run, names]).to_arrow_table().cast(_MATCHED_SCHEMA)
+                          for run, names in self._matched_by_batches.items() if names]
             self._rows = pa.concat_tables(found)
         except BaseException as exc:  # raised in the caller's thread, by `rows`
             self._error = exc
+
+    def _from_index(self, connection: duckdb.DuckDBPyConnection, run: int) -> pa.Table:
+        """`matching_query`'s rows of run `run` for the watches its batches did not match,
+        read from its index rows, each search numbered as in `wanted`."""
+        rest = {name: words for name, words in self._filters.items()
+                if name not in self._matched_by_batches[run]}
+        if not rest:
+            return _MATCHED_SCHEMA.empty_table()
+        wanted = wanted_tables(rest)
+        query, values = matching_query(wanted, run)
+        with registered_tables(connection, wanted):
+            rows = connection.sql(query, params=values).to_arrow_table().cast(_MATCHED_SCHEMA)
+        # A search's number is its row in `search_phrases`: one (watch, side) each.
+        phrases, ours = self.wanted.search_phrases, wanted.search_phrases
+        numbers = dict(zip(zip(phrases["query"].to_pylist(), phrases["added"].to_pylist()),
+                           phrases["search"].to_pylist()))
+        sides = zip(ours["query"].to_pylist(), ours["added"].to_pylist())
+        renumbered = pa.array([numbers[side] for side in sides], pa.int32())
+        return rows.set_column(0, "search", pc.take(renumbered, rows.column("search")))
 
     def rows(self) -> pa.Table:
         """`matching_query`'s rows of the runs, once found."""
@@ -309,16 +330,14 @@ class Search:
         """The words of the changes in `words` (`change_words` rows) replaced: re-measured by
         `cdc migrate`, each keeping the run that first measured it where it had words."""
         with _registered(connection, "new_words", words):
-            connection.execute("""
-                CREATE OR REPLACE TEMP TABLE replaced_words AS
+            replaced = connection.sql("""
                 SELECT n.* REPLACE (coalesce(o.run, n.run) AS run) FROM new_words n
-                LEFT JOIN change_words o USING (natural_key, generation)""")
+                LEFT JOIN change_words o USING (natural_key, generation)""").to_arrow_table()
             connection.execute("""
                 DELETE FROM change_words USING new_words n
                 WHERE change_words.natural_key = n.natural_key AND change_words.generation = n.generation""")
             unindex_words(connection, "new_words")
-            append_words(connection, "replaced_words")
-            connection.execute("DROP TABLE replaced_words")
+        append_words(connection, replaced)
 
     def fill_change_words(self, connection: duckdb.DuckDBPyConnection) -> int:
         """The words of every change measured with exact edits (of the whole texts, or of the
@@ -361,8 +380,7 @@ class Search:
                 if found is not None:
                     rows.append(found)
             if rows:
-                with _registered(connection, "filled_words", arrow_table(ChangeWordsRow, rows)):
-                    append_words(connection, "filled_words")
+                append_words(connection, arrow_table(ChangeWordsRow, rows))
             written += len(rows)
         return written
 
@@ -386,8 +404,8 @@ class Search:
         with self.writing() as connection:
             if not _one(connection.execute("SELECT 1 FROM watches WHERE name = ?", [name])):
                 return False
-            connection.execute("DELETE FROM watches WHERE name = ?", [name])
-            connection.execute("DELETE FROM watch_hits WHERE name = ?", [name])
+            for table in ("watches", "watch_hits", "run_watches", "watch_matches"):
+                connection.execute(f"DELETE FROM {table} WHERE name = ?", [name])
         return True
 
     def _record_watch_hits(self, connection: duckdb.DuckDBPyConnection, run: int,
@@ -399,14 +417,15 @@ class Search:
         filters, on the flags and measures the run's end has set."""
         matching = matching or WatchMatching(connection, run)
         connection.execute("DELETE FROM watch_hits WHERE list_contains(?, run)", [matching.runs])
-        if matching.wanted is None:
-            return
-        # The rows of every run found already: `matches_query` applies the filters alone.
-        query, values = matches_query(matching.wanted, None, narrow=True, matched="matched_rows")
-        with (_registered(connection, "matched_rows", matching.rows()),
-              _registrations(connection, matching.wanted)):
-            connection.execute(f"""INSERT INTO watch_hits
-                                   SELECT query, run, natural_key, generation, side FROM ({query})""", values)
+        if matching.wanted is not None:
+            # The rows of every run found already: `matches_query` applies the filters alone.
+            query, values = matches_query(matching.wanted, None, narrow=True, matched="matched_rows")
+            with (_registered(connection, "matched_rows", matching.rows()),
+                  registered_tables(connection, matching.wanted)):
+                connection.execute(f"""INSERT INTO watch_hits
+                                       SELECT query, run, natural_key, generation, side FROM ({query})""",
+                                   values)
+        forget_matches(connection, matching.runs)  # recorded: the batches' matches have done their part
 
     def watched_runs(self, run: int) -> list[int]:
         """The runs whose watch hits run `run`'s end records (`watched_runs`)."""

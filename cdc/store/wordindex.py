@@ -42,12 +42,15 @@ finds the watches' matches beside its trim and template count, in a second conne
 wait for those: 20 watches 1.36x -> 1.13-1.25x one with none, the matching's 0.6-0.7 s (its
 first read of the run's index rows, cold after the batches: the scan's operators 390 ms of
 CPU where a second read takes 140) hidden but for the 600,000 hits' insert, 190-270 ms, and
-its share of the cores.
+its share of the cores. Then the watches a run starts with are matched as its batches are
+written, on their index rows in memory (`cdc.store.indexwriter`), and its end reads those
+matches: only a watch added during the run is matched here, at its end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -129,27 +132,6 @@ def word_tables(rows: Sequence[EditWords]) -> WordTables:
     """The `change_words` rows `rows` as Arrow, with their index rows (`index_rows`)."""
     words = arrow_table(ChangeWordsRow, rows)
     return WordTables(words, index_rows(words))
-
-
-def append_words(connection: duckdb.DuckDBPyConnection, words: str, tokens: pa.Table | None = None) -> None:
-    """Append the `change_words` rows of the table named `words` (a registered batch or a
-    temporary table of that layout; a name this package chooses, never input) and their
-    index rows, `tokens` where the caller built them (`index_rows`), else built here: the one
-    way words are written, so no writer leaves words the index does not know."""
-    connection.execute(f"INSERT INTO change_words SELECT * FROM {words}")
-    if tokens is None:
-        tokens = index_rows(connection.sql(
-            f"SELECT natural_key, generation, run, added_words, removed_words FROM {words}").to_arrow_table())
-    with _registered(connection, "appended_tokens", tokens):
-        connection.execute("INSERT INTO change_tokens SELECT * FROM appended_tokens")
-
-
-def unindex_words(connection: duckdb.DuckDBPyConnection, changes: str) -> None:
-    """Remove the index rows of the changes (natural_key, generation) in the table named
-    `changes`: one join, whose generations' range DuckDB pushes into the scan."""
-    connection.execute(f"""
-        DELETE FROM change_tokens USING {changes} r
-        WHERE change_tokens.natural_key = r.natural_key AND change_tokens.generation = r.generation""")
 
 
 @dataclass(frozen=True)
@@ -246,13 +228,23 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
                         both=any(row[4] for row in phrases), labels=next(iter(labels), ()))
 
 
-def matching_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
+def registered_tables(connection: duckdb.DuckDBPyConnection, wanted: WantedTables) -> ExitStack:
+    """`wanted`'s tables, which the matching queries read (`REGISTERED`), registered on
+    `connection` until the stack is closed."""
+    registered = ExitStack()
+    for name in REGISTERED:
+        registered.enter_context(_registered(connection, name, getattr(wanted, name)))
+    return registered
+
+
+def matching_query(wanted: WantedTables, run: int | None, source: str = "change_tokens") -> tuple[str, list]:
     """The SQL of the sides that hold each search's phrase, with `wanted`'s tables registered
     under their names, and its parameters: rows (search, natural_key, generation, run), a
     search by its number in `search_phrases`, before any filter of the change rows. Given
     `run`, the index is read for that run's rows alone. The half of `matches_query` that
     reads the index, and nothing a run's end writes: a run's end runs it beside its own work
-    (`cdc.store.search.WatchMatching`)."""
+    (`cdc.store.search.WatchMatching`). `source`: the index rows read, the stored ones or a
+    batch's as they are appended (`cdc.store.indexwriter`), a name this package chooses."""
     in_run = "AND run = ?" if run is not None else ""
 
     def scans(columns: str, tokens: list[str], listed: str) -> tuple[str, list]:
@@ -262,12 +254,12 @@ def matching_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
         tokens, for the many tokens of a run's watches (a scan per token read the run's row
         groups again for each: 40 tokens cost 1.4 s, one scan 80 ms)."""
         if not tokens:
-            return f"SELECT {columns} FROM change_tokens WHERE false", []
+            return f"SELECT {columns} FROM {source} WHERE false", []
         if run is not None and len(tokens) > TOKENS_SCANNED_APART:
-            return (f"""SELECT {columns} FROM change_tokens
+            return (f"""SELECT {columns} FROM {source}
                         SEMI JOIN (SELECT DISTINCT token FROM ({listed})) USING (token)
                         WHERE run = ?""", [run])
-        scan = f"SELECT {columns} FROM change_tokens WHERE token = ? {in_run}"
+        scan = f"SELECT {columns} FROM {source} WHERE token = ? {in_run}"
         return " UNION ALL ".join([scan] * len(tokens)), [
             value for token in tokens for value in (token, run) if value is not None]
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from cdc.core.urls import surt_key
 from cdc.errors import StoreError
 from cdc.store.expired import drop_dead_runs
+from cdc.store.indexwriter import append_words, unindex_words
 from cdc.store.layout import content_chunk_rows, digest_list
 from cdc.store.lookups import (
     _by_keys,
@@ -33,7 +34,6 @@ from cdc.store.lookups import (
     _rows_at,
 )
 from cdc.store.rows import MEASURES_SET
-from cdc.store.wordindex import append_words, unindex_words
 
 DEFAULT_KEEP = 3
 _GIVEN_TEXT = "wet"  # cdc.sources.extract.GIVEN_TEXT: the store does not import the extraction
@@ -374,7 +374,7 @@ class Writer:
         if batch.removed_changes.num_rows:  # their index rows: one join, as the table has no key index
             unindex_words(connection, "removed_changes")
         if batch.words.num_rows:
-            append_words(connection, "batch_words", batch.tokens)
+            append_words(connection, batch.words, batch.tokens)
         connection.execute("INSERT INTO fetches SELECT * FROM batch_fetches")
         connection.execute("INSERT INTO page_runs SELECT * FROM batch_seen")
         # The pages stored before are updated (the URL and class of the page's latest fetch:
