@@ -11,6 +11,7 @@ import random
 import sys
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -23,12 +24,14 @@ from cdc.analyst.queries import compare_generations
 from cdc.analyst.search import SearchQuery, add_watch, search, watch_hits, watches
 from cdc.cli.main import EXIT_FAILURE, EXIT_OK, main
 from cdc.cli.search import EXIT_WATCH_HIT
+from cdc.core.editwords import search_words
 from cdc.core.refine import DELETE as DELETE_EDIT
 from cdc.core.refine import INSERT, REPLACE
 from cdc.errors import SearchError
 from cdc.ingest.ingester import Ingester
 from cdc.sources.jsonl import iter_jsonl, iter_records
 from cdc.store import RetentionPolicy, Store
+from cdc.store.indexwriter import matches
 from cdc.store.schema import SEARCH_TABLES
 from cdc.store.search import WatchMatching
 from cdc.store.wordindex import index_rows, matching_query, registered_tables, wanted_tables
@@ -92,6 +95,42 @@ def test_the_index_rows_hold_each_tokens_places_on_each_side(sides):
                       for token, places in _places(side).items())
     assert sorted(tuple(row.values()) for row in rows) == expected
     assert [row["token"] for row in rows] == sorted(row["token"] for row in rows)
+
+# "\x1c": a token of ASCII punctuation that Python's `str.split` takes for whitespace
+_PHRASE = st.lists(st.sampled_from(["a", "b", "价", "格", "2", ",", "climate", "\x1c"]),
+                   min_size=1, max_size=3).map(" ".join)
+
+
+@given(st.lists(st.tuples(_WORDS, _WORDS), max_size=8),
+       st.lists(st.tuples(_PHRASE, st.booleans()), max_size=4))
+@settings(max_examples=80, deadline=None)
+def test_a_batch_s_matches_are_those_the_index_query_finds(sides, phrases):
+    """What a batch matches in memory (`cdc.store.indexwriter.matches`: the substring test on
+    the sides that hold a phrase's rarest token) against the query a run's end and a search
+    run on the stored index rows (`matching_query`), on the same rows: the same sides."""
+    keys = [f"https://x.example/{n % 3}" for n in range(len(sides))]
+    words = pa.table({"natural_key": pa.array(keys, pa.string()),
+                      "generation": pa.array(range(len(sides)), pa.int64()),
+                      "run": pa.array([7] * len(sides), pa.int32()),
+                      "added_words": pa.array([added for added, _ in sides], pa.string()),
+                      "removed_words": pa.array([removed for _, removed in sides], pa.string())})
+    tokens = index_rows(words)
+    watched = {f"w{n}": SearchQuery(**{"text" if either else "added": phrase}).words_filter()
+               for n, (phrase, either) in enumerate(phrases) if search_words(phrase)}
+    found = matches(words, tokens, 7, watched).to_pylist()
+    expected = []
+    if watched:
+        connection = duckdb.connect()
+        connection.execute(SEARCH_TABLES[1])  # change_tokens
+        connection.execute("INSERT INTO change_tokens SELECT * FROM tokens")
+        wanted = wanted_tables(watched)
+        query, values = matching_query(wanted, 7)
+        with registered_tables(connection, wanted):
+            expected = connection.execute(f"""SELECT s.query, m.run, m.natural_key, m.generation, s.added
+                                              FROM ({query}) m JOIN search_phrases s USING (search)""",
+                                          values).fetchall()
+    assert sorted(tuple(row.values()) for row in found) == sorted(expected)
+
 
 def test_phrases_are_whole_words_case_insensitive_and_characters_in_cjk(tmp_path):
     store = Store(tmp_path / "cdc.duckdb")

@@ -6,17 +6,21 @@ the hits meant reading the run's index rows back, cold, after its batches: 20 wa
 100,000-page run (`benchmarks/search.py`) read 15.6 million rows there for 0.47 s of CPU,
 beside the trim and the template count, and the end cost 1.13-1.25x one with none. So the
 watches a run starts with (`run_watches`, copied as the run starts: `copy_watches`) are
-matched where the index rows are made: each batch's rows, in memory, as they are appended
-(`append_words`), with the query a search runs on the stored rows
-(`cdc.store.wordindex.matching_query`); the sides that hold a phrase are kept in
+matched where the index rows are made: each batch's words and index rows, in memory, as
+they are appended (`append_words`, `matches`: the definition of a match, ` phrase ` a
+substring of a side's words, tested on the sides that hold its rarest token, where the
+stored index is matched by a query, `cdc.store.wordindex.matching_query`, that gives the same
+answer without reading the words); the sides that hold a phrase are kept in
 `watch_matches`, in the batch's own transaction, so a run that is killed keeps the matches of
 the batches it stored. A change whose index rows are removed (a late fetch re-measured it, an
 erasure) loses its matches with them (`unindex_words`, `cdc.store.schema.INDEX_TABLES`).
 
 So for each run in `run_watches`, its matches are what `matching_query` finds for those
 watches in its stored index rows. Its end reads them, and matches from the index only the
-watches added after it started (`cdc.store.search.WatchMatching`); then the matches of the
-runs it recorded go (`forget_matches`).
+watches it did not start with (added or changed since; every watch of a run whose copies
+are gone: stored before them, or recorded already by the end of a run that overlapped it)
+(`cdc.store.search.WatchMatching`); then the matches of the runs it recorded go
+(`forget_matches`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import pyarrow.compute as pc
 
 from cdc.store.lookups import _registered
 from cdc.store.searchquery import SearchQuery
-from cdc.store.wordindex import WordsFilter, _numbers, index_rows
+from cdc.store.wordindex import WordsFilter, _numbers, index_rows, phrase_tokens
 
 WORDS_COLUMNS = {True: "added_words", False: "removed_words"}  # a side's words, by `added`
 MATCHES_SCHEMA = pa.schema([("name", pa.string()), ("run", pa.int32()), ("natural_key", pa.string()),
@@ -88,14 +92,15 @@ def matches(words: pa.Table, tokens: pa.Table, run: int, watched: dict[str, Word
     side's words), tested only on the sides whose index rows (`tokens`) hold its rarest token.
     A phrase of one token is a hit wherever its token is. In memory, a batch's rows at a time:
     nothing is read back from the store."""
-    if len(runs := pc.unique(tokens.column("run"))) > 1 or runs[0].as_py() != run:
+    if len(runs := pc.unique(tokens.column("run"))) != 1 or runs[0].as_py() != run:
         tokens = tokens.filter(pc.equal(tokens.column("run"), run))
     phrases: dict[tuple[bool, str], list[str]] = {}  # each distinct (side, phrase), tested once
     for name, words_filter in watched.items():
         for added, phrase in zip((True, False), words_filter.phrases()):
             if phrase:
                 phrases.setdefault((added, phrase), []).append(name)
-    sought = pa.array(sorted({token for _, phrase in phrases for token in phrase.split()}), pa.string())
+    sought = pa.array(sorted({token for _, phrase in phrases for token in phrase_tokens(phrase)}),
+                      pa.string())
     place = {token: at for at, token in enumerate(sought.to_pylist())}
     rows = tokens.filter(pc.is_in(tokens.column("token"), value_set=sought))
     # Each (token, side)'s rows, numbered 2 * the token's place in `sought` + the side: one sort.
@@ -107,11 +112,11 @@ def matches(words: pa.Table, tokens: pa.Table, run: int, watched: dict[str, Word
     # Each phrase's sides to test: the rows of its rarest token on its side.
     holding = {}
     for added, phrase in phrases:
-        numbers = [2 * place[token] + added for token in phrase.split()]
+        numbers = [2 * place[token] + added for token in phrase_tokens(phrase)]
         rarest = min(numbers, key=lambda number: bounds[number + 1] - bounds[number])
         holding[added, phrase] = order[bounds[rarest]:bounds[rarest + 1]]
     # The phrases of several tokens: ` phrase ` in the side's words, all tested in one pass.
-    tested = [side for side in holding if len(side[1].split()) > 1 and len(holding[side])]
+    tested = [side for side in holding if len(phrase_tokens(side[1])) > 1 and len(holding[side])]
     if tested:
         candidates = np.concatenate([holding[side] for side in tested])
         at = {change: row for row, change in enumerate(zip(words.column("natural_key").to_pylist(),

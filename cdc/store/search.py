@@ -4,8 +4,10 @@ A search, and every watch of a run's end at once, is one query (`cdc.store.wordi
 index of the changes' tokens gives the sides that hold the phrase, joined with `pages` for
 a host, with `changes` for a time, a verdict or a label, and with the template-only changes
 alone otherwise; a search's page of hits is joined with its change rows and pages, and
-their texts read, for the hits shown only. A watch reads only its run's index rows and words (`run` ascends as
-rows are appended: DuckDB's zone maps skip the row groups of other runs).
+their texts read, for the hits shown only. A run's end reads the matches its batches made
+(`cdc.store.indexwriter`) for the watches it started with, and matches the others in one
+such query on its own index rows (`run` ascends as rows are appended: DuckDB's zone maps
+skip the row groups of other runs).
 """
 
 from __future__ import annotations
@@ -146,8 +148,9 @@ class WatchMatching:
 
     Beside: through a second connection to the store, which reads what the run's batches
     committed, where the matching reads: the run's matches, index rows and the watches.
-    Nothing of that is written by the run's end (its trim, its template flags and own
-    measures), so the matching fills the cores those leave idle, and only the filters of the
+    Nothing of that is written by the run's end until the matching is done (its trim, its
+    template flags and own measures; the matches go after the hits are recorded), so the
+    matching fills the cores those leave idle, and only the filters of the
     change rows (a template-only flag, a verdict) wait for them (`Search._record_watch_hits`).
     A block that fails stops the matching (`close`)."""
 

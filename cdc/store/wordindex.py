@@ -43,8 +43,9 @@ wait for those: 20 watches 1.36x -> 1.13-1.25x one with none, the matching's 0.6
 first read of the run's index rows, cold after the batches: the scan's operators 390 ms of
 CPU where a second read takes 140) hidden but for the 600,000 hits' insert, 190-270 ms, and
 its share of the cores. Then the watches a run starts with are matched as its batches are
-written, on their index rows in memory (`cdc.store.indexwriter`), and its end reads those
-matches: only a watch added during the run is matched here, at its end.
+written, on their words and index rows in memory (`cdc.store.indexwriter`), and its end
+reads those matches: only a watch the run did not start with (added or changed since, or
+any of a run whose copies are gone) is matched here, at its end.
 """
 
 from __future__ import annotations
@@ -168,6 +169,13 @@ REGISTERED = ("search_phrases", "search_tokens", "search_singles", "search_verdi
 TOKENS_SCANNED_APART = 8
 
 
+def phrase_tokens(phrase: str) -> list[str]:
+    """The tokens of a phrase as `search_words` makes it: cut at its spaces alone, as the
+    words are (`index_rows`), not at every character Python counts as whitespace (a token
+    of ASCII punctuation may be one of those, `\\x1c`; no side's words hold it)."""
+    return [token for token in phrase.split(" ") if token]
+
+
 class WantedTables(NamedTuple):
     """Searches as the matching query reads them: the tables it joins, registered under
     their names (`REGISTERED`), and what its SQL is made of."""
@@ -201,7 +209,7 @@ def wanted_tables(searches: Mapping[str, WordsFilter]) -> WantedTables:
             number = numbers.setdefault((added, phrase), len(numbers))  # joined on, for the phrase
             phrases.append((len(phrases), name, added, number, both, words.host, words.since, words.until,
                             words.include_template))
-            found = phrase.split()
+            found = phrase_tokens(phrase)
             if len(found) == 1:  # matched by its token alone (`search_singles`)
                 singles.append((len(phrases) - 1, added, found[0]))
                 continue
@@ -237,14 +245,13 @@ def registered_tables(connection: duckdb.DuckDBPyConnection, wanted: WantedTable
     return registered
 
 
-def matching_query(wanted: WantedTables, run: int | None, source: str = "change_tokens") -> tuple[str, list]:
+def matching_query(wanted: WantedTables, run: int | None) -> tuple[str, list]:
     """The SQL of the sides that hold each search's phrase, with `wanted`'s tables registered
     under their names, and its parameters: rows (search, natural_key, generation, run), a
     search by its number in `search_phrases`, before any filter of the change rows. Given
     `run`, the index is read for that run's rows alone. The half of `matches_query` that
     reads the index, and nothing a run's end writes: a run's end runs it beside its own work
-    (`cdc.store.search.WatchMatching`). `source`: the index rows read, the stored ones or a
-    batch's as they are appended (`cdc.store.indexwriter`), a name this package chooses."""
+    (`cdc.store.search.WatchMatching`)."""
     in_run = "AND run = ?" if run is not None else ""
 
     def scans(columns: str, tokens: list[str], listed: str) -> tuple[str, list]:
@@ -254,12 +261,12 @@ def matching_query(wanted: WantedTables, run: int | None, source: str = "change_
         tokens, for the many tokens of a run's watches (a scan per token read the run's row
         groups again for each: 40 tokens cost 1.4 s, one scan 80 ms)."""
         if not tokens:
-            return f"SELECT {columns} FROM {source} WHERE false", []
+            return f"SELECT {columns} FROM change_tokens WHERE false", []
         if run is not None and len(tokens) > TOKENS_SCANNED_APART:
-            return (f"""SELECT {columns} FROM {source}
+            return (f"""SELECT {columns} FROM change_tokens
                         SEMI JOIN (SELECT DISTINCT token FROM ({listed})) USING (token)
                         WHERE run = ?""", [run])
-        scan = f"SELECT {columns} FROM {source} WHERE token = ? {in_run}"
+        scan = f"SELECT {columns} FROM change_tokens WHERE token = ? {in_run}"
         return " UNION ALL ".join([scan] * len(tokens)), [
             value for token in tokens for value in (token, run) if value is not None]
 
