@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import time
+
 import pytest
 
+import cdc.ingest.ingester as ingester
 from cdc.cli.main import EXIT_OK, main
+from cdc.ingest.ingester import prepare_records
 from cdc.sources.warc import write_warc_response
 from tests import crawlgen
 from tests.storerows import store_rows as rows
@@ -46,6 +51,34 @@ def test_worker_processes_write_what_one_process_writes(tmp_path, monkeypatch, c
     expected = rows(one)
     assert len(expected["generations"]) == 2 * 6 * 4
     assert rows(three) == expected
+
+
+def slow_prepare_records(payloads):
+    """`prepare_records`, 50 ms a record slower in a worker process: a worker still extracting
+    when this process comes to build the batch. By name, as a pool's task is pickled."""
+    if multiprocessing.parent_process() is not None:
+        time.sleep(0.05 * len(payloads))
+    return prepare_records(payloads)
+
+
+@pytest.mark.slow
+def test_pages_of_records_a_worker_is_still_extracting_are_built_here_as_they_come(tmp_path, monkeypatch):
+    """A batch whose records a worker is still extracting ahead when this process builds it:
+    the other pages are built first (in tasks), those pages once their records are in; the
+    store is what one process writes."""
+    monkeypatch.setattr(ingester, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("cdc.cli.ingest.WARC_BATCH_BYTES", 60_000)  # about a crawl's version a batch
+    source = str(warc_crawl(tmp_path))
+    one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
+    assert main(["--db", str(one), "ingest", "--processes", "1", "--quiet", source]) == EXIT_OK
+    late = []
+    original = ingester._Late.of
+    monkeypatch.setattr(ingester, "prepare_records", slow_prepare_records)
+    monkeypatch.setattr(ingester._Late, "of", classmethod(
+        lambda cls, *args: late.append(original(*args)) or late[-1]))
+    assert main(["--db", str(two), "ingest", "--processes", "2", "--quiet", source]) == EXIT_OK
+    assert any(found is not None for found in late)
+    assert rows(two) == rows(one)
 
 
 def test_an_ingest_never_imports_pandas(tmp_path):

@@ -91,6 +91,16 @@ class Tasks:
         """Whether a task left to the workers has not finished yet."""
         return any(not future.done() for future in self.futures)
 
+    def results_so_far(self) -> dict[int, object]:
+        """The results of the items whose tasks are done now (here, or by a worker), by item,
+        without waiting for the others."""
+        done: dict[int, object] = {}
+        for task, (part, future) in enumerate(zip(self.parts, self.futures)):
+            if task in self._done_here or future.done():
+                output = self._done_here[task] if task in self._done_here else future.result()
+                done.update(zip(part, output, strict=True))
+        return done
+
     def results(self, count: int) -> list:
         """Every item's result, in item order (`count` items), waiting for the workers' tasks."""
         results: list = [None] * count
