@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import multiprocessing
 import time
 
@@ -71,13 +73,27 @@ def test_pages_of_records_a_worker_is_still_extracting_are_built_here_as_they_co
     source = str(warc_crawl(tmp_path))
     one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
     assert main(["--db", str(one), "ingest", "--processes", "1", "--quiet", source]) == EXIT_OK
-    late = []
+    events = []  # ("late", pages of the batch, of them late) and ("build", pages sent to tasks)
     original = ingester._Late.of
+
+    def late_of(cls, ahead, extracting, pages):
+        found = original(ahead, extracting, pages)
+        events.append(("late", len(pages), len(found.pages) if found else 0))
+        return found
+
+    class Recorded(ingester.Tasks):
+        def __init__(self, pool, function, items, *args, **kwargs):
+            if isinstance(function, functools.partial):  # a batch's build
+                events.append(("build", len(items)))
+            super().__init__(pool, function, items, *args, **kwargs)
+
     monkeypatch.setattr(ingester, "prepare_records", slow_prepare_records)
-    monkeypatch.setattr(ingester._Late, "of", classmethod(
-        lambda cls, *args: late.append(original(*args)) or late[-1]))
+    monkeypatch.setattr(ingester._Late, "of", classmethod(late_of))
+    monkeypatch.setattr(ingester, "Tasks", Recorded)
     assert main(["--db", str(two), "ingest", "--processes", "2", "--quiet", source]) == EXIT_OK
-    assert any(found is not None for found in late)
+    # A batch whose late pages were left out of its build tasks, to be built here after.
+    assert any(late[0] == "late" and late[2] and build == ("build", late[1] - late[2])
+               for late, build in itertools.pairwise(events))
     assert rows(two) == rows(one)
 
 
