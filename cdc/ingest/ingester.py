@@ -261,7 +261,7 @@ class Ingester:
         self.workers = max(1, workers)
         self.summary = IngestSummary()
         self._pool: ProcessPoolExecutor | None = None
-        self._ahead: Tasks | None = None  # the next batch's extraction, queued for the workers
+        self._ahead: _Ahead | None = None  # the next batch's extraction, queued for the workers
         # Texts the run expired in its batches, while a later batch may need one: a run of its
         # own only (a lake keeps every text; a caller's run, `cdc fetch`, ends elsewhere).
         self._expired: ExpiredTexts | None = None

@@ -93,7 +93,7 @@ class Tasks:
 
     def results_so_far(self) -> dict[int, object]:
         """The results of the items whose tasks are done now (here, or by a worker), by item,
-        without waiting for the others."""
+        without waiting for the others; a done task that raised raises here, as in `results`."""
         done: dict[int, object] = {}
         for task, (part, future) in enumerate(zip(self.parts, self.futures)):
             if task in self._done_here or future.done():
