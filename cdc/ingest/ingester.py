@@ -188,6 +188,10 @@ class _Late:
                    if any(record.sequence in extracting for record in work.records)]
         return cls(ahead, numbers) if numbers else None
 
+    def weight(self, weights: Sequence[int]) -> int:
+        """Its pages' part of the batch's `weights` (by page number)."""
+        return sum(weights[number] for number in self.pages)
+
     def wait(self, pages: list[PageWork], parsed: dict[int, dict | None]) -> None:
         """Wait for the worker; its pages (in `pages`, in place) with every content prepared."""
         ready = self.ahead.ready()
@@ -485,9 +489,8 @@ class Ingester:
             return build_pages([_parsed_here(pages[n], parsed) for n in part], self.params)
 
         parallel = self.workers >= 2 and size >= PARALLEL_MIN_BYTES and len(pages) >= 2
-        weights = [_weight(work) for work in pages]
-        late_weight = sum(weights[number] for number in late.pages) if late is not None else 0
-        if late is not None and (not parallel or late_weight > sum(weights) / self.workers):
+        weights = [_weight(work) for work in pages] if parallel else []
+        if late is not None and (not parallel or late.weight(weights) > sum(weights) / self.workers):
             late.wait(pages, parsed)
             late = None
         if not parallel:

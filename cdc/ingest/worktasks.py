@@ -97,18 +97,20 @@ class Tasks:
         done: dict[int, object] = {}
         for task, (part, future) in enumerate(zip(self.parts, self.futures)):
             if task in self._done_here or future.done():
-                output = self._done_here[task] if task in self._done_here else future.result()
-                done.update(zip(part, output, strict=True))
+                done.update(zip(part, self._output(task), strict=True))
         return done
 
     def results(self, count: int) -> list:
         """Every item's result, in item order (`count` items), waiting for the workers' tasks."""
         results: list = [None] * count
-        for task, (part, future) in enumerate(zip(self.parts, self.futures)):
-            output = self._done_here[task] if task in self._done_here else future.result()
-            for number, result in zip(part, output, strict=True):
+        for task, part in enumerate(self.parts):
+            for number, result in zip(part, self._output(task), strict=True):
                 results[number] = result
         return results
+
+    def _output(self, task: int) -> list:
+        """A task's results: done here, or its worker's (waited for; raised if it raised)."""
+        return self._done_here[task] if task in self._done_here else self.futures[task].result()
 
     def cancel(self) -> None:
         for future in self.futures:

@@ -9,9 +9,11 @@ transaction still, the templates of the hosts it touched are counted again and t
 template-only flags set (`cdc.store.templates`): after the trim, so they are counted over the
 generations that are left, as they are judged from then on. Last, the watches' hits among
 the changes the run measured, and those of the runs before it that did not finish, are
-recorded (`cdc.store.search`, `watched_runs`): matched against the runs'
-index rows beside the trim and the templates, in a connection of their own (that matching
-reads nothing the run's end writes), and filtered by the flags and measures once those are set.
+recorded (`cdc.store.search`, `watched_runs`): read from the matches the runs' batches made
+as they were written (`cdc.store.indexwriter`), and matched against the runs' index rows for
+a watch they did not start with, beside the trim and the templates, in a connection of their
+own (that reading reads nothing the run's end writes), then filtered by the flags and
+measures once those are set.
 """
 
 from __future__ import annotations

@@ -47,10 +47,10 @@ NEWEST_CHANGES = 2_000
 NEWEST_PER_HIT = 20
 
 ADDED, REMOVED = "added", "removed"
+SIDES = (ADDED, REMOVED)
 # `matching_query`'s rows: a search (its number), the side of a change that holds its phrase.
 _MATCHED_SCHEMA = pa.schema([("search", pa.int32()), ("natural_key", pa.string()),
                              ("generation", pa.int64()), ("run", pa.int32())])
-SIDES = (ADDED, REMOVED)
 
 
 def _texts_by_frame(connection: duckdb.DuckDBPyConnection, column: str,
