@@ -535,6 +535,29 @@ def test_a_gzip_stream_cut_anywhere_gives_the_complete_lines_then_one_bad_record
 # --- the real corpus -------------------------------------------------------------------------
 
 
+# What a fast parser may read otherwise than json: integers past 64 bits, at any depth;
+# floats past a double; any code point (lone surrogates too); a byte-order mark.
+EDGE_NUMBERS = (st.integers(min_value=2**62, max_value=2**80)
+                | st.integers(min_value=-2**80, max_value=-2**62) | st.floats())
+EDGE_VALUES = st.recursive(
+    EDGE_NUMBERS | JSON_SCALARS | st.text(st.characters(codec=None, categories=None), max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["text", "heading", "x"]),
+                                                                inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields=st.dictionaries(st.sampled_from(["url", "fetched_at", "title", "description", "sections", "n"]),
+                              EDGE_VALUES, max_size=6),
+       ensure_ascii=st.booleans(), byte_order_mark=st.booleans())
+def test_a_line_is_read_as_json_reads_it_whatever_it_holds(fields, ensure_ascii, byte_order_mark):
+    line = json.dumps({"url": "https://example.com/", **fields}, ensure_ascii=ensure_ascii)
+    data = (b"\xef\xbb\xbf" if byte_order_mark else b"") + line.encode("utf-8", "surrogatepass")
+    # repr: 1 == 1.0, and a rounded integer must show as a difference
+    assert repr(sources._parse_line(data, "f.jsonl", 7)) == repr(sources._parse_text(data, "f.jsonl", 7))
+
+
 @pytest.mark.skipif(not CORPUS.exists(), reason=f"the revision corpus is not at {CORPUS}")
 def test_the_real_corpus_reads_exactly_as_json_loads_reads_it():
     items = list(iter_records(str(CORPUS)))

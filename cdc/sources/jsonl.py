@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import orjson
+
 from cdc.core.excerpts import one_line
 from cdc.errors import InputError
 
@@ -63,8 +65,46 @@ def _json_type(value: object) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
+# orjson reads an integer beyond 64 bits as the nearest float (json as the integer): a record
+# holding a float at least this large anywhere is read again by json, which says what it held.
+_ROUNDED_INTEGER = float(1 << 63)
+
+
+def _holds_rounded(value: object) -> bool:
+    """Whether a value parsed by orjson holds, at any depth, a float that may be an integer
+    it rounded (3.6 µs for a record of the corpus: a tenth of what orjson saves)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and abs(item) >= _ROUNDED_INTEGER:
+            return True
+    return False
+
+
 def _parse_line(line: bytes | bytearray, source: str = "-", number: int = 1) -> SourceRecord | BadRecord:
-    """One non-blank line (without its newline) as a record, or the reason it is not one."""
+    """One non-blank line (without its newline) as a record, or the reason it is not one.
+
+    orjson parses it, at twice json's speed: the parse was the largest part of reading a
+    JSONL line in the process that feeds the workers. Where orjson refuses the line (not
+    JSON, not UTF-8, a byte-order mark, NaN, a lone surrogate, nesting past its limit) or may
+    have rounded an integer, json reads it, as before: so every line is read as json reads
+    it, and a bad one is reported in json's words."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        value = None
+    if type(value) is dict and not _holds_rounded(value):
+        return _record(value, source, number)
+    return _parse_text(line, source, number)
+
+
+def _parse_text(line: bytes | bytearray, source: str, number: int) -> SourceRecord | BadRecord:
+    """`_parse_line` by json, which accepts what orjson refuses and words the errors."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -82,6 +122,11 @@ def _parse_line(line: bytes | bytearray, source: str = "-", number: int = 1) -> 
         return BadRecord(source, number, f"not valid JSON: {one_line(exc)}")
     if type(value) is not dict:
         return BadRecord(source, number, f"a record is a JSON object, got {_json_type(value)}")
+    return _record(value, source, number)
+
+
+def _record(value: dict, source: str, number: int) -> SourceRecord | BadRecord:
+    """A parsed JSON object as a record, or why it is not one."""
     url = value.get("url")
     if not isinstance(url, str) or not url:
         if "url" not in value:
