@@ -16,6 +16,7 @@ import tracemalloc
 import zlib
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -535,8 +536,21 @@ def test_a_gzip_stream_cut_anywhere_gives_the_complete_lines_then_one_bad_record
 # --- the real corpus -------------------------------------------------------------------------
 
 
+def _refuse(line: bytes) -> object:
+    raise orjson.JSONDecodeError("refused", "", 0)
+
+
+def read_by_json(data: bytes) -> SourceRecord | BadRecord:
+    """`_parse_line` as it read a line before orjson: with orjson refusing every line, json
+    reads each, as the code before did."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sources.orjson, "loads", _refuse)
+        return sources._parse_line(data, "f.jsonl", 7)
+
+
 # What a fast parser may read otherwise than json: integers past 64 bits, at any depth;
-# floats past a double; any code point (lone surrogates too); a byte-order mark.
+# floats past a double; any code point (lone surrogates too); a byte-order mark (and, below,
+# deep nesting and numbers of many digits).
 EDGE_NUMBERS = (st.integers(min_value=2**62, max_value=2**80)
                 | st.integers(min_value=-2**80, max_value=-2**62) | st.floats())
 EDGE_VALUES = st.recursive(
@@ -555,7 +569,23 @@ def test_a_line_is_read_as_json_reads_it_whatever_it_holds(fields, ensure_ascii,
     line = json.dumps({"url": "https://example.com/", **fields}, ensure_ascii=ensure_ascii)
     data = (b"\xef\xbb\xbf" if byte_order_mark else b"") + line.encode("utf-8", "surrogatepass")
     # repr: 1 == 1.0, and a rounded integer must show as a difference
-    assert repr(sources._parse_line(data, "f.jsonl", 7)) == repr(sources._parse_text(data, "f.jsonl", 7))
+    assert repr(sources._parse_line(data, "f.jsonl", 7)) == repr(read_by_json(data))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"[" * 1010 + b"]" * 1010,  # deeper than json reads, not than orjson does
+        # Halfway between two doubles, past 768 significant digits: orjson rounds up, json to even.
+        b"1.00000000000000011102230246251565404236316680908203125" + b"0" * 715,
+        b"-0.500000000000000055511151231257827021181583404541015625" + b"0" * 720,
+        b"123456789012345678901234567890",  # past 64 bits: orjson makes a float of it
+        b"-9223372036854775809",
+    ],
+)
+def test_a_line_orjson_reads_otherwise_is_read_as_json_reads_it(value):
+    data = b'{"url": "https://example.com/", "x": ' + value + b"}"
+    assert repr(sources._parse_line(data, "f.jsonl", 7)) == repr(read_by_json(data))
 
 
 @pytest.mark.skipif(not CORPUS.exists(), reason=f"the revision corpus is not at {CORPUS}")
