@@ -194,16 +194,19 @@ class _Late:
 
     def wait(self, pages: list[PageWork], parsed: dict[int, dict | None]) -> None:
         """Wait for the worker; its pages (in `pages`, in place) with every content prepared."""
-        ready = self.ahead.ready()
-        for number in self.pages:
-            pages[number] = _with_ready(pages[number], ready)
-        parsed.update((sequence, None) for sequence in ready)  # built from what is ready
+        _take_ready(pages, self.pages, self.ahead.ready(), parsed)
 
 
-def _with_ready(work: PageWork, ready: dict[int, Prepared]) -> PageWork:
-    """A page's work with the contents prepared ahead in its records' place."""
-    return replace(work, records=[replace(record, payload=ready[record.sequence]) if record.sequence in ready
-                                  else record for record in work.records])
+def _take_ready(pages: list[PageWork], numbers: Iterable[int], ready: dict[int, Prepared],
+                parsed: dict[int, dict | None]) -> None:
+    """The pages `numbers` of `pages` (in place) with the contents prepared ahead in their
+    records' place, and those records marked in `parsed` as built from what is ready."""
+    for number in numbers:
+        work = pages[number]
+        pages[number] = replace(work, records=[replace(record, payload=ready[record.sequence])
+                                               if record.sequence in ready else record
+                                               for record in work.records])
+    parsed.update((sequence, None) for sequence in ready)
 
 
 def _parsed_here(work: PageWork, parsed: dict[int, dict | None]) -> PageWork:
@@ -409,8 +412,7 @@ class Ingester:
             if ahead is not None:  # extracted ahead: the tasks no worker has started are done here
                 ahead.tasks.take_back_all()
                 ready, extracting = ahead.ready_so_far()
-                pages = [_with_ready(work, ready) for work in pages]
-                parsed.update((sequence, None) for sequence in ready)  # built from what is ready
+                _take_ready(pages, range(len(pages)), ready, parsed)
                 late = _Late.of(ahead, extracting, pages)
             outcomes, following = self._build(pages, size, parsed, read_next, late)
             if again := [number for number, outcome in enumerate(outcomes) if outcome.incomplete]:

@@ -96,7 +96,7 @@ def _read_otherwise(value: dict, line: bytes | bytearray) -> bool:
                 if abs(child) >= _ROUNDED_INTEGER:
                     return True
                 floats = True
-    return floats and len(line) - len(bytes(line).translate(None, _DIGITS)) >= _LONG_NUMBER_DIGITS
+    return floats and len(line) - len(line.translate(None, _DIGITS)) >= _LONG_NUMBER_DIGITS
 
 
 def _parse_line(line: bytes | bytearray, source: str = "-", number: int = 1) -> SourceRecord | BadRecord:

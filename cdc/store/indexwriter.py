@@ -69,6 +69,12 @@ def copy_watches(connection: duckdb.DuckDBPyConnection, run: int) -> None:
     connection.execute("INSERT INTO run_watches SELECT ?, name, query FROM watches", [run])
 
 
+def copied_watches(connection: duckdb.DuckDBPyConnection, runs: Sequence[int]) -> list[tuple[int, str, str]]:
+    """The watches copied for `runs` as they started: (run, name, query as JSON) rows."""
+    return connection.execute("SELECT run, name, query FROM run_watches WHERE list_contains(?, run)",
+                              [list(runs)]).fetchall()
+
+
 def match_appended(connection: duckdb.DuckDBPyConnection, words: pa.Table, tokens: pa.Table) -> None:
     """The sides of the changes of `words` (with their index rows, `tokens`) that hold the
     phrase of a watch their run started with, added to `watch_matches`. A run no watch is
@@ -76,8 +82,7 @@ def match_appended(connection: duckdb.DuckDBPyConnection, words: pa.Table, token
     if not tokens.num_rows:
         return
     runs = pc.unique(words.column("run")).to_pylist()
-    copied = connection.execute("SELECT run, name, query FROM run_watches WHERE list_contains(?, run)",
-                                [runs]).fetchall()
+    copied = copied_watches(connection, runs)
     found = [matches(words, tokens, run, {name: SearchQuery.from_json(query).words_filter()
                                           for of, name, query in copied if of == run})
              for run in sorted({run for run, _, _ in copied})]
@@ -99,8 +104,8 @@ def matches(words: pa.Table, tokens: pa.Table, run: int, watched: dict[str, Word
         for added, phrase in zip((True, False), words_filter.phrases()):
             if phrase:
                 phrases.setdefault((added, phrase), []).append(name)
-    sought = pa.array(sorted({token for _, phrase in phrases for token in phrase_tokens(phrase)}),
-                      pa.string())
+    tokens_of = {phrase: phrase_tokens(phrase) for _, phrase in phrases}
+    sought = pa.array(sorted({token for found in tokens_of.values() for token in found}), pa.string())
     place = {token: at for at, token in enumerate(sought.to_pylist())}
     rows = tokens.filter(pc.is_in(tokens.column("token"), value_set=sought))
     # Each (token, side)'s rows, numbered 2 * the token's place in `sought` + the side: one sort.
@@ -112,11 +117,11 @@ def matches(words: pa.Table, tokens: pa.Table, run: int, watched: dict[str, Word
     # Each phrase's sides to test: the rows of its rarest token on its side.
     holding = {}
     for added, phrase in phrases:
-        numbers = [2 * place[token] + added for token in phrase_tokens(phrase)]
+        numbers = [2 * place[token] + added for token in tokens_of[phrase]]
         rarest = min(numbers, key=lambda number: bounds[number + 1] - bounds[number])
         holding[added, phrase] = order[bounds[rarest]:bounds[rarest + 1]]
     # The phrases of several tokens: ` phrase ` in the side's words, all tested in one pass.
-    tested = [side for side in holding if len(phrase_tokens(side[1])) > 1 and len(holding[side])]
+    tested = [side for side in holding if len(tokens_of[side[1]]) > 1 and len(holding[side])]
     if tested:
         candidates = np.concatenate([holding[side] for side in tested])
         at = {change: row for row, change in enumerate(zip(words.column("natural_key").to_pylist(),

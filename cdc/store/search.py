@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc.store.connection import _database_name
-from cdc.store.indexwriter import append_words, forget_matches, unindex_words
+from cdc.store.indexwriter import append_words, copied_watches, forget_matches, unindex_words
 from cdc.store.lookups import _by_keys, _key_table, _one, _registered
 from cdc.store.searchquery import SearchQuery
 from cdc.store.wordindex import (
@@ -159,8 +159,7 @@ class WatchMatching:
         self._filters = {name: SearchQuery.from_json(query).words_filter() for name, query in saved.items()}
         self.wanted = wanted_tables(self._filters) if saved else None
         self.runs = watched_runs(connection, run)
-        copied = connection.execute("SELECT run, name, query FROM run_watches WHERE list_contains(?, run)",
-                                    [self.runs]).fetchall()
+        copied = copied_watches(connection, self.runs)
         # Per run, the watches its batches matched: copied as it started, and unchanged since.
         self._matched_by_batches = {of: sorted(name for copy, name, query in copied
                                                if copy == of and saved.get(name) == query)
