@@ -12,8 +12,9 @@ import pytest
 
 import cdc.core.compiled
 from cdc import chunk_content, chunk_many
+from cdc.core.editwords import edit_words
 from cdc.core.normalize import normalize_text, text_blocks
-from cdc.core.refine import word_table
+from cdc.core.refine import REPLACE, Edit, word_table
 from tests import textgen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,8 @@ def answers(texts: list[bytes]) -> dict:
         "folded": [normalize_text(t.decode("utf-8", "replace")) for t in texts],
         "blocks": [text_blocks(t.decode("utf-8", "replace")) for t in texts],
         "words": [word_table(t, [[0, len(t) // 2], [len(t) // 2, len(t)]]) for t in texts],
+        "edit_words": [list(edit_words("k", 1, 1, [Edit(REPLACE, 0, len(t) // 3, len(t) // 2,
+                                                        len(t) - len(t) // 2)], t, t) or ()) for t in texts],
     }
 
 

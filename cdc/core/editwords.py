@@ -27,6 +27,9 @@ from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
+
+from cdc.core.compiled import AHEAD_OF_TIME, njit
 from cdc.core.refine import DELETE, INSERT, REPLACE, Edit
 
 MAX_SEARCH_CHARS = 200  # a longer phrase is refused: no edit's words are searched for pages
@@ -66,14 +69,6 @@ def tokens(text: str) -> list[str]:
     return (ASCII_TOKEN if text.isascii() else TOKEN).findall(text)
 
 
-def words_of(pieces: Sequence[str]) -> str:
-    """The words column of a side's edit texts: tokens a space apart, edits a line apart,
-    a space at each end; '' when there are no tokens."""
-    lines = [" ".join(found) for found in map(tokens, pieces)]
-    lines = [line for line in lines if line]
-    return " " + " \n ".join(lines) + " " if lines else ""
-
-
 def search_words(phrase: str) -> str:
     """The substring of a words column that holds `phrase`: its tokens, a space apart and at
     each end; '' when it has none."""
@@ -81,35 +76,202 @@ def search_words(phrase: str) -> str:
     return f" {' '.join(found)} " if found else ""
 
 
-def _pieces(edits: Sequence[Edit], text: bytes, added: bool) -> list[str]:
-    kinds = (INSERT, REPLACE) if added else (DELETE, REPLACE)
-    pieces = []
-    for edit in edits:
-        if edit.kind not in kinds:
+_ADDED, _REMOVED = (INSERT, REPLACE), (DELETE, REPLACE)
+
+# What `_text_and_words` makes of a character (`character_classes`, by code point):
+OTHER = 0  # left to Python: a capital but A-Z (Unicode lowers it), a mark (it joins the token before)
+WORD = 1  # part of a token of letters and digits, as it is
+UPPER = 2  # A-Z: part of a token, lowered
+SPACE = 3  # `str.split` splits at it
+TOKEN_OF_ITS_OWN = 4  # punctuation, a symbol, a character of a script without spaces
+UNKNOWN = 255  # not met yet: the range goes to Python, and the character is classed
+_WORD_CHARACTER = re.compile(f"[^\\W{_SINGLE}{_MARK}]")
+_OWN_TOKEN = re.compile(f"[{_SINGLE}]|[^\\w\\s{_MARK}{_SINGLE}]")
+
+
+def _class_of(character: str) -> int:
+    """A character's class, read from `TOKEN` itself: a token of its own where its first or
+    third branch takes it alone, a word character where its second takes it and it is no
+    mark; in both cases only where `str.lower` keeps it. So the compiled pass can only cut
+    as `tokens` does, or leave the text to it."""
+    if character.isspace():
+        return SPACE
+    if "A" <= character <= "Z":
+        return UPPER
+    if character.lower() != character:
+        return OTHER
+    if _WORD_CHARACTER.fullmatch(character):
+        return WORD
+    return TOKEN_OF_ITS_OWN if _OWN_TOKEN.fullmatch(character) else OTHER
+
+
+# Every character of the Basic Multilingual Plane (the pass reads UTF-8 up to three bytes),
+# classed as the pages bring it: classing all 65,536 up front cost each process 25-40 ms.
+character_classes = np.full(0x10000, UNKNOWN, np.uint8)
+character_classes[:128] = [_class_of(chr(point)) for point in range(128)]
+
+
+@njit(cache=True, nogil=True)
+def _text_and_words(text, ranges, classes, pieces, words, marks, used, unknown):  # pragma: no cover
+    """`_piece` and its line of `tokens` for each range (offset, length) of `text` whose
+    characters all have a class (`character_classes`) other than OTHER and UNKNOWN, in one
+    pass: the piece written to `pieces` and the line to `words`, as UTF-8, their spans to
+    `marks` (piece start, end, line start, end; -1 for a range left to Python: a character
+    of class OTHER or UNKNOWN, or bytes that are not UTF-8). Around them, as `_side` joins
+    them where no range is left: the pieces a line break apart, the lines a space, a line
+    break and a space apart, a space at each end of the words. `used`: the bytes written to
+    each, and the ranges left, which it returns; `unknown`: how many characters of class
+    UNKNOWN it met, then their code points, as many as it holds."""
+    at, said, left, lines = 0, 0, 0, 0
+    end = len(text)
+    for k in range(len(ranges)):
+        start = ranges[k, 0]
+        stop = min(start + ranges[k, 1], end)
+        valid = True  # every character decodes and has a class
+        i = start
+        while i < stop:
+            byte = text[i]
+            point = byte
+            if byte < 128:
+                i += 1
+            elif 0xC2 <= byte <= 0xDF and i + 1 < stop and text[i + 1] >> 6 == 2:
+                point = ((byte & 0x1F) << 6) | (text[i + 1] & 0x3F)
+                i += 2
+            elif 0xE0 <= byte <= 0xEF and i + 2 < stop and text[i + 1] >> 6 == 2 and text[i + 2] >> 6 == 2:
+                point = ((byte & 0x0F) << 12) | ((text[i + 1] & 0x3F) << 6) | (text[i + 2] & 0x3F)
+                i += 3
+                if point < 0x800 or 0xD800 <= point < 0xE000:  # overlong, or a surrogate: not UTF-8
+                    valid = False
+                    break
+            else:  # not UTF-8, or past the plane
+                valid = False
+                break
+            kind = classes[point]
+            if kind == UNKNOWN:
+                if unknown[0] < len(unknown) - 1:
+                    unknown[0] += 1
+                    unknown[unknown[0]] = point
+                valid = False
+            elif kind == OTHER:
+                valid = False
+        if not valid:
+            marks[k, 0], marks[k, 1], marks[k, 2], marks[k, 3] = -1, -1, -1, -1
+            left += 1
             continue
-        offset, length = (edit.new_offset, edit.new_length) if added else (edit.old_offset, edit.old_length)
-        piece = " ".join(text[offset:offset + length].decode("utf-8", "replace").split())
+        first = True  # before the range's first character that is not a space
+        gap, in_word = False, False
+        i = start
+        while i < stop:
+            byte = text[i]
+            size = 1
+            point = byte
+            if byte >= 0xE0:
+                size = 3
+                point = ((byte & 0x0F) << 12) | ((text[i + 1] & 0x3F) << 6) | (text[i + 2] & 0x3F)
+            elif byte >= 0x80:
+                size = 2
+                point = ((byte & 0x1F) << 6) | (text[i + 1] & 0x3F)
+            kind = classes[point]
+            if kind == SPACE:
+                gap, in_word = True, False
+                i += size
+                continue
+            if first:
+                if lines:
+                    pieces[at] = 10
+                    at += 1
+                    words[said], words[said + 1], words[said + 2] = 32, 10, 32
+                    said += 3
+                else:
+                    words[said] = 32
+                    said += 1
+                lines += 1
+                marks[k, 0], marks[k, 2] = at, said
+                first, gap = False, False
+            elif gap:
+                pieces[at] = 32
+                at += 1
+                gap = False
+            part_of_word = WORD <= kind <= UPPER
+            if not (part_of_word and in_word) and said > marks[k, 2]:  # a token starts
+                words[said] = 32
+                said += 1
+            in_word = part_of_word
+            for b in range(size):
+                pieces[at + b] = text[i + b]
+                words[said + b] = text[i + b]
+            if kind == UPPER:
+                words[said] += 32
+            at += size
+            said += size
+            i += size
+        if first:  # whitespace alone: no piece
+            marks[k, 0], marks[k, 1], marks[k, 2], marks[k, 3] = at, at, said, said
+        else:
+            marks[k, 1], marks[k, 3] = at, said
+    if lines:
+        words[said] = 32
+        said += 1
+    used[0], used[1], used[2] = at, said, left
+    return left
+
+
+if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.core.aot`
+    _text_and_words = AHEAD_OF_TIME.text_and_words
+
+
+def _piece(text: bytes, offset: int, length: int) -> str:
+    """An edit's text as `edit_words` keeps it: whitespace runs made one space."""
+    return " ".join(text[offset:offset + length].decode("utf-8", "replace").split())
+
+
+def _side(edits: Sequence[Edit], text: bytes, added: bool) -> tuple[str, str]:
+    """One side's text and words columns (see the module docstring): of the edits that add
+    text (`added`) or take it out. An edit's text whose characters all have a class is cut
+    and lowered in a compiled pass (`_text_and_words`), any other here by `tokens`: the same
+    columns, and the English corpus's 3,119 changes cut in 0.065 s where `tokens` alone
+    took 0.20 s (0.045 s against 0.12 s in Chinese, 0.05 s against 0.24 s in Japanese)."""
+    if added:
+        ranges = [(edit.new_offset, edit.new_length) for edit in edits if edit.kind in _ADDED]
+    else:
+        ranges = [(edit.old_offset, edit.old_length) for edit in edits if edit.kind in _REMOVED]
+    if not ranges:
+        return "", ""
+    spans = np.array(ranges, np.int64)
+    total = int(spans[:, 1].sum())
+    # Room for the most there can be: a line break between pieces; a space between every
+    # two bytes of a line, " \n " between lines, a space at each end.
+    pieces = np.empty(total + len(ranges), np.uint8)
+    words = np.empty(2 * total + 3 * len(ranges) + 2, np.uint8)
+    marks, used, unknown = np.empty((len(ranges), 4), np.int64), np.empty(3, np.int64), np.zeros(33, np.int64)
+    if not _text_and_words(text, spans, character_classes, pieces, words, marks, used, unknown):
+        return pieces[:used[0]].tobytes().decode(), words[:used[1]].tobytes().decode()
+    for point in unknown[1:unknown[0] + 1].tolist():  # classed for the next side
+        character_classes[point] = _class_of(chr(point))
+    pieces_out, lines = [], []
+    for (offset, length), (start, end, line_start, line_end) in zip(ranges, marks.tolist()):
+        if start < 0:
+            piece = _piece(text, offset, length)
+            line = " ".join(tokens(piece))
+        else:
+            piece = pieces[start:end].tobytes().decode()
+            line = words[line_start:line_end].tobytes().decode()
         if piece:
-            pieces.append(piece)
-    return pieces
+            pieces_out.append(piece)
+        if line:
+            lines.append(line)
+    return "\n".join(pieces_out), " " + " \n ".join(lines) + " " if lines else ""
 
 
 def edit_words(natural_key: str, generation: int, run: int, edits: Sequence[Edit],
                old_text: bytes, new_text: bytes) -> EditWords | None:
     """The `change_words` row of a change measured with exact edits; None when its edits add
     and remove no words (only moves, or none)."""
-    return words_row(natural_key, generation, run, _pieces(edits, new_text, True),
-                     _pieces(edits, old_text, False))
-
-
-def words_row(natural_key: str, generation: int, run: int, added: Sequence[str],
-              removed: Sequence[str]) -> EditWords | None:
-    """The `change_words` row of a change's added and removed pieces of text (whitespace
-    runs made one space); None when there are none."""
-    if not added and not removed:
+    added_text, added_words = _side(edits, new_text, True)
+    removed_text, removed_words = _side(edits, old_text, False)
+    if not added_text and not removed_text:
         return None
-    return EditWords(natural_key, generation, run, "\n".join(added), "\n".join(removed),
-                     words_of(added), words_of(removed))
+    return EditWords(natural_key, generation, run, added_text, removed_text, added_words, removed_words)
 
 
 class Located(NamedTuple):
