@@ -64,6 +64,27 @@ def test_long_alignments_with_few_distinct_items_pair_as_rapidfuzz_does(seed):
     assert compiled_pairs(first, second) == rapidfuzz_pairs(first, second)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_page_of_words_edited_here_and_there_pairs_as_rapidfuzz_does(seed):
+    """Thousands of words of a page's vocabulary (a few very common, most rare), with small
+    edits all through: rows that change a block or two, carries through all-ones blocks,
+    long runs of rows logged and rewound."""
+    rng = np.random.default_rng(100 + seed)
+    first = (rng.zipf(1.3, 3000 + 500 * seed) % 1500).astype(np.uint64)
+    second = first.copy()
+    for _ in range(40):
+        at = int(rng.integers(0, len(second)))
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            second = np.insert(second, at, (rng.zipf(1.3, 3) % 1500).astype(np.uint64))
+        elif kind == 1:
+            second = np.delete(second, range(at, min(at + 4, len(second))))
+        else:
+            second[at] = rng.integers(0, 1500)
+    assert compiled_pairs(first, second) == rapidfuzz_pairs(first, second)
+    assert compiled_pairs(second, first) == rapidfuzz_pairs(second, first)
+
+
 def general(old: bytes, new: bytes):
     """The report of the general path: the same chunks as a list, which it alone reads."""
     return compare(list(chunk_content(old)), list(chunk_content(new)), old_text=old, new_text=new)
