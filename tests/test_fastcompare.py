@@ -25,6 +25,7 @@ from cdc import chunk_content, compare
 from cdc.core import compare as compare_module
 from cdc.core import refine as refine_module
 from cdc.core.lcs import lcs_length, lcs_matches
+from cdc.core.moves import find_moves, find_moves_here
 from tests import textgen
 
 
@@ -83,6 +84,55 @@ def test_a_page_of_words_edited_here_and_there_pairs_as_rapidfuzz_does(seed):
             second[at] = rng.integers(0, 1500)
     assert compiled_pairs(first, second) == rapidfuzz_pairs(first, second)
     assert compiled_pairs(second, first) == rapidfuzz_pairs(second, first)
+
+
+@st.composite
+def moved_tokens(draw) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The deleted and the inserted tokens of a few changes: stretches of text deleted in
+    one change and inserted in another, in any order (moves that cross), edited lightly on
+    the way or not, between stretches of their own; a vocabulary small or large."""
+    vocabulary = draw(st.sampled_from([4, 40, 1000]))
+    words = st.lists(st.integers(0, vocabulary), min_size=1, max_size=30)
+    stretches = draw(st.lists(words, min_size=1, max_size=7))
+    old, old_groups = [], []
+    for number, stretch in enumerate(stretches):
+        old += stretch
+        old_groups += [number // 2] * len(stretch)  # two stretches a change
+    new, new_groups = [], []
+    for number, taken in enumerate(draw(st.permutations(range(len(stretches))))):
+        stretch = list(stretches[taken])
+        if draw(st.booleans()):  # edited on the way, or text of its own
+            at = draw(st.integers(0, len(stretch)))
+            stretch[at:at + draw(st.integers(0, 3))] = draw(st.lists(st.integers(0, vocabulary), max_size=4))
+        if draw(st.integers(0, 4)) == 0:
+            stretch = draw(words)
+        new += stretch
+        new_groups += [(number + draw(st.integers(0, 1))) // 2] * len(stretch)
+    new_groups = sorted(new_groups)
+    return (np.array(old, np.uint64), np.array(old_groups, np.int64), np.array(new, np.uint64),
+            np.array(new_groups, np.int64))
+
+
+@settings(max_examples=400, deadline=None)
+@given(moved_tokens())
+def test_the_compiled_moves_are_those_found_in_python(tokens):
+    old, old_groups, new, new_groups = tokens
+    assert find_moves(old, old_groups, new, new_groups) == find_moves_here(
+        old.tolist(), old_groups.tolist(), new.tolist(), new_groups.tolist())
+
+
+@pytest.mark.parametrize("gap", [7, 8, 9])
+def test_a_moved_stretch_edited_in_the_middle_is_one_move_or_two_as_in_python(gap):
+    """Anchors `gap` tokens apart: chained up to GAP_TOKENS, then near enough to be one."""
+    before, after = range(100, 112), range(300, 312)
+    old = [1, 2, 3, *before, *range(200, 200 + gap), *after, 4, 5]
+    new = [6, 7, *before, *range(400, 400 + gap), *after, 8]
+    old_groups = [0] * 3 + [1] * (len(old) - 3)
+    new_groups = [0] * (len(new) - 1) + [1]
+    found = find_moves(np.array(old, np.uint64), np.array(old_groups), np.array(new, np.uint64),
+                       np.array(new_groups))
+    assert found == find_moves_here(old, old_groups, new, new_groups)
+    assert len(found) == (1 if gap <= 8 else 2)
 
 
 def general(old: bytes, new: bytes):

@@ -29,7 +29,6 @@ identical paragraphs counts as a removal.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -328,9 +327,8 @@ def _words_hold_a_move(values: list[int], at: int, change_count: int, old_words:
     as int64): the same arrays `cdc.core.refine._token_moves` hands it, made the same way."""
     old_sizes, new_sizes = values[at:at + change_count], values[at + change_count:at + 2 * change_count]
     at += 2 * change_count
-    old_hashes, new_hashes = array("Q"), array("Q")
-    old_hashes.frombytes(array("q", values[at:at + old_words]).tobytes())
-    new_hashes.frombytes(array("q", values[at + old_words:]).tobytes())
+    old_hashes = np.array(values[at:at + old_words], np.int64).view(np.uint64)
+    new_hashes = np.array(values[at + old_words:], np.int64).view(np.uint64)
     numbers = np.arange(change_count)
     old_groups, new_groups = np.repeat(numbers, old_sizes), np.repeat(numbers, new_sizes)
     return bool(find_moves(old_hashes, old_groups, new_hashes, new_groups))

@@ -32,7 +32,8 @@ MODULE = "cdc.core._kernels"
 # The files whose code is compiled into the kernels, and the recipe (what is exported, with
 # which signatures): a change to any of them makes a build ahead of time stale.
 KERNEL_SOURCES = ("gear.py", "normalize.py", "words.py", "regions.py", "wordchanges.py", "alignment.py",
-                  "lcs.py", "fastcompare.py", "native.py", "native_jit.py", "editwords.py", "aot.py")
+                  "lcs.py", "fastcompare.py", "native.py", "native_jit.py", "editwords.py",
+                  "moves.py", "aot.py")
 
 
 def source_digest() -> int:

@@ -69,6 +69,24 @@ def tokens(text: str) -> list[str]:
     return (ASCII_TOKEN if text.isascii() else TOKEN).findall(text)
 
 
+def words_of(pieces: Sequence[str]) -> str:
+    """The words column of a side's edit texts: tokens a space apart, edits a line apart,
+    a space at each end; '' when there are no tokens."""
+    lines = [" ".join(found) for found in map(tokens, pieces)]
+    lines = [line for line in lines if line]
+    return " " + " \n ".join(lines) + " " if lines else ""
+
+
+def words_row(natural_key: str, generation: int, run: int, added: Sequence[str],
+              removed: Sequence[str]) -> EditWords | None:
+    """The `change_words` row of a change's added and removed pieces of text (whitespace
+    runs made one space), as a synthetic store writes them; None when there are none."""
+    if not added and not removed:
+        return None
+    return EditWords(natural_key, generation, run, "\n".join(added), "\n".join(removed),
+                     words_of(added), words_of(removed))
+
+
 def search_words(phrase: str) -> str:
     """The substring of a words column that holds `phrase`: its tokens, a space apart and at
     each end; '' when it has none."""

@@ -15,7 +15,10 @@ A move, as Wikipedia's diff marks moved paragraphs, is:
 - nearly identical: matched tokens at least `MOVE_SIMILARITY` of the tokens the move spans
   on either side.
 
-Pure functions on token hashes; `cdc.core.refine` turns the result into edits.
+Pure functions on token hashes; `cdc.core.refine` turns the result into edits. The same
+steps run compiled (`_find_moves`, with the alignment of `cdc.core.lcs`, which pairs what
+rapidfuzz pairs); the functions in Python are the reference a test holds it to, and what
+runs where an alignment is too large to make compiled.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from rapidfuzz.distance import Indel
+
+from cdc.core.compiled import AHEAD_OF_TIME, njit
+from cdc.core.lcs import lcs_matches
 
 ANCHOR_TOKENS = 3
 GAP_TOKENS = 8
@@ -102,11 +108,24 @@ def _left(values: np.ndarray, groups: np.ndarray, used: np.ndarray) -> tuple[lis
 
 def find_moves(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int],
                new_groups: Sequence[int]) -> list[tuple[int, int, int, int]]:
-    """Moves as (i1, i2, j1, j2): deleted tokens old[i1:i2] went to new[j1:j2]. A group is
-    one change's contiguous text, numbered alike on both sides (a deleted and an inserted
-    group of the same number are one change's two sides). One alignment shows the moves
-    that do not cross one another; further rounds on what is left find those that do (two
-    paragraphs swapped)."""
+    """Moves as (i1, i2, j1, j2), in order: deleted tokens old[i1:i2] went to new[j1:j2]. A
+    group is one change's contiguous text, numbered alike on both sides (a deleted and an
+    inserted group of the same number are one change's two sides). One alignment shows the
+    moves that do not cross one another; further rounds on what is left find those that do
+    (two paragraphs swapped). Compiled (`_find_moves`), or here where an alignment is too
+    large for that."""
+    old_array, new_array = np.asarray(old, np.uint64), np.asarray(new, np.uint64)
+    found = np.empty((min(len(old_array), len(new_array)) // MIN_MOVE_TOKENS + 1, 4), np.int64)
+    count = _find_moves(old_array, np.asarray(old_groups, np.int64), new_array,
+                        np.asarray(new_groups, np.int64), found)
+    if count < 0:
+        return find_moves_here(old, old_groups, new, new_groups)
+    return [tuple(move) for move in found[:count].tolist()]
+
+
+def find_moves_here(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int],
+                    new_groups: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """`find_moves` in Python, with rapidfuzz's alignment: the reference."""
     found: list[tuple[int, int, int, int]] = []
     old_used, new_used = np.zeros(len(old), bool), np.zeros(len(new), bool)
     old_array, new_array = np.asarray(old, np.uint64), np.asarray(new, np.uint64)
@@ -130,3 +149,98 @@ def find_moves(old: Sequence[int], old_groups: Sequence[int], new: Sequence[int]
             old_used[i1:i2] = True
             new_used[j1:j2] = True
     return sorted(found)
+
+
+def _ends(runs):  # pragma: no cover - inlined in the kernel
+    """`_run_ends` in the kernel."""
+    total = len(runs)
+    ends = np.empty(total, np.int64)
+    for k in range(total - 1, -1, -1):
+        ends[k] = k + 1 if k == total - 1 or runs[k + 1] != runs[k] else ends[k + 1]
+    return ends
+
+
+_ends_compiled = njit(inline="always")(_ends)
+
+
+@njit(cache=True, nogil=True)
+def _find_moves(old, old_groups, new, new_groups, found):  # pragma: no cover - compiled
+    """`find_moves_here`'s rounds, anchors and chains in one compiled call: its moves into
+    `found` as rows (i1, i2, j1, j2), in order; returns how many, or -1 where an alignment
+    is too large to make compiled (nothing else written)."""
+    old_used, new_used = np.zeros(len(old), np.bool_), np.zeros(len(new), np.bool_)
+    count = 0
+    for round_number in range(ROUNDS):
+        old_at, new_at = np.flatnonzero(~old_used), np.flatnonzero(~new_used)
+        old_count, new_count = len(old_at), len(new_at)
+        if min(old_count, new_count) < MIN_MOVE_TOKENS:
+            break
+        old_values, new_values = old[old_at], new[new_at]
+        old_kept, new_kept = old_groups[old_at], new_groups[new_at]
+        if round_number == 0:  # nothing used yet: the groups are the runs
+            old_runs, new_runs = old_kept, new_kept
+        else:  # a new run past each gap a move left (`_left`)
+            old_runs, new_runs = np.empty(old_count, np.int64), np.empty(new_count, np.int64)
+            for at, kept, runs in ((old_at, old_kept, old_runs), (new_at, new_kept, new_runs)):
+                run = 0
+                for k in range(len(at)):
+                    if k and (at[k] != at[k - 1] + 1 or kept[k] != kept[k - 1]):
+                        run += 1
+                    runs[k] = run
+        old_ends, new_ends = _ends_compiled(old_runs), _ends_compiled(new_runs)
+        first_at, second_at = np.empty(min(old_count, new_count) + 1, np.int64), np.empty(
+            min(old_count, new_count) + 1, np.int64)
+        pairs = lcs_matches(old_values, new_values, first_at, second_at)
+        if pairs < 0:
+            return -1
+        # Anchors (`_anchors`): the equal blocks of the alignment, its pairs' diagonal runs.
+        anchors = np.empty((pairs + 1, 4), np.int64)
+        anchor_count = 0
+        k = 0
+        while k < pairs:
+            start = k
+            while k + 1 < pairs and first_at[k + 1] - first_at[k] == 1 == second_at[k + 1] - second_at[k]:
+                k += 1
+            i, j, end = first_at[start], second_at[start], first_at[k] + 1
+            while i < end:
+                length = min(end, old_ends[i], i + new_ends[j] - j) - i
+                if length >= ANCHOR_TOKENS and old_kept[i] != new_kept[j]:
+                    anchors[anchor_count, 0], anchors[anchor_count, 1] = i, i + length
+                    anchors[anchor_count, 2], anchors[anchor_count, 3] = j, j + length
+                    anchor_count += 1
+                i, j = i + length, j + length
+            k += 1
+        # Chains (`_chains`), each kept one marked used at once: this round's anchors are made.
+        before = count
+        first, matched = 0, 0
+        for a in range(anchor_count + 1):
+            if a and (a == anchor_count or not (
+                    old_runs[anchors[a, 0]] == old_runs[anchors[a - 1, 0]]
+                    and new_runs[anchors[a, 2]] == new_runs[anchors[a - 1, 2]]
+                    and anchors[a, 0] - anchors[a - 1, 1] <= GAP_TOKENS
+                    and anchors[a, 2] - anchors[a - 1, 3] <= GAP_TOKENS)):
+                i1, i2, j1, j2 = anchors[first, 0], anchors[a - 1, 1], anchors[first, 2], anchors[a - 1, 3]
+                if matched >= MIN_MOVE_TOKENS and matched >= MOVE_SIMILARITY * max(i2 - i1, j2 - j1):
+                    i1, i2, j1, j2 = old_at[i1], old_at[i2 - 1] + 1, new_at[j1], new_at[j2 - 1] + 1
+                    found[count, 0], found[count, 1], found[count, 2], found[count, 3] = i1, i2, j1, j2
+                    count += 1
+                    old_used[i1:i2] = True
+                    new_used[j1:j2] = True
+                first, matched = a, 0
+            if a < anchor_count:
+                matched += anchors[a, 1] - anchors[a, 0]
+        if count == before:
+            break
+    for k in range(1, count):  # in order (`sorted`): few moves, an insertion sort
+        i1, i2, j1, j2 = found[k, 0], found[k, 1], found[k, 2], found[k, 3]
+        t = k
+        while t and (found[t - 1, 0], found[t - 1, 1], found[t - 1, 2], found[t - 1, 3]) > (i1, i2, j1, j2):
+            found[t, 0], found[t, 1], found[t, 2], found[t, 3] = (found[t - 1, 0], found[t - 1, 1],
+                                                                  found[t - 1, 2], found[t - 1, 3])
+            t -= 1
+        found[t, 0], found[t, 1], found[t, 2], found[t, 3] = i1, i2, j1, j2
+    return count
+
+
+if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.core.aot`
+    _find_moves = AHEAD_OF_TIME.find_moves
