@@ -24,8 +24,9 @@ from rapidfuzz.distance import Indel, LCSseq
 from cdc import chunk_content, compare
 from cdc.core import compare as compare_module
 from cdc.core import refine as refine_module
-from cdc.core.lcs import lcs_length, lcs_matches
+from cdc.core.lcs import changed_stretches, lcs_length, lcs_matches
 from cdc.core.moves import find_moves, find_moves_here
+from cdc.core.refine import stretches
 from tests import textgen
 
 
@@ -52,6 +53,25 @@ def test_the_compiled_alignment_pairs_what_rapidfuzz_pairs(first, second):
     assert compiled_pairs(first, second) == expected
     assert lcs_length(first, second) == len(expected) == LCSseq.similarity(
         array("Q", first.tobytes()), array("Q", second.tobytes()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=150), st.lists(st.integers(0, 5), max_size=150))
+def test_the_compiled_changed_stretches_are_rapidfuzz_opcodes_stretches(first, second):
+    first, second = np.array(first, np.uint64), np.array(second, np.uint64)
+    assert changed_stretches(first, second) == stretches(
+        Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes())).as_list())
+
+
+def test_an_alignment_whose_log_would_pass_its_bound_is_left_to_rapidfuzz():
+    """Two words in random order, 25,000 a side: rows change blocks by the hundred, and
+    the log would pass MAX_LOGGED changes; half as many fit, and pair as rapidfuzz does."""
+    rng = np.random.default_rng(7)
+    first, second = rng.integers(0, 2, 25_000).astype(np.uint64), rng.integers(0, 2, 25_000).astype(np.uint64)
+    assert changed_stretches(first, second) is None
+    first, second = first[:12_000], second[:12_000]
+    assert changed_stretches(first, second) == stretches(
+        Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes())).as_list())
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -58,6 +58,7 @@ def kernels() -> list[tuple]:
                                vector(i8)),
          "cdc.core.alignment", "_chunk_alignment"),
         ("compare_pair", i8(text, text, rows, rows, i8, vector(i8)), "cdc.core.fastcompare", "_compare_pair"),
+        ("word_pairs", i8(vector(u8), vector(u8), vector(i8), vector(i8)), "cdc.core.lcs", "lcs_matches"),
         ("find_moves", i8(vector(u8), vector(i8), vector(u8), vector(i8), records), "cdc.core.moves",
          "_find_moves"),
         ("text_and_words", i8(text, records, vector(u1), vector(u1), vector(u1), records, vector(i8),

@@ -16,16 +16,18 @@ so a pair's whole alignment runs without a call back into Python: rapidfuzz's st
 
 Blocks of 62 bits held in int64 (the carry never overflows, so the uncompiled reference
 runs as plain Python too); the same bits as rapidfuzz's 64-bit words. A test holds the
-pairs to rapidfuzz's opcodes. Past MAX_CELLS blocks of matrix the caller asks rapidfuzz.
+pairs to rapidfuzz's opcodes. Past MAX_CELLS blocks of rows, or MAX_LOGGED changes to
+log, the caller asks rapidfuzz.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from cdc.core.compiled import njit
+from cdc.core.compiled import AHEAD_OF_TIME, njit
 
-MAX_CELLS = 1 << 22  # blocks of rows (once kept whole, 32 MiB as int64): past that, rapidfuzz aligns
+MAX_CELLS = 1 << 26  # blocks of rows (64,000 words against as many): past that, rapidfuzz aligns
+MAX_LOGGED = 1 << 22  # changes the log holds (96 MiB; rows of repeated words change many)
 BLOCK = 62  # bits a block holds: two blocks and a carry add up below 2**63
 LOW = (1 << BLOCK) - 1
 
@@ -73,7 +75,8 @@ _rewind_compiled = njit(inline="always")(_rewind)
 def _rows(first, second, keep):  # pragma: no cover - inlined in the kernels
     """Step 2 over all of `first` and `second`. Returns the LCS length, the last row's bit
     vector, and with `keep` a log of each block a row changed (the row, the block, the
-    value before), from which `_rewind` gives any row back.
+    value before), from which `_rewind` gives any row back; a length of -1 where the log
+    would pass MAX_LOGGED changes.
 
     A row adds to each block the bits of its matches and the carry from the block below,
     so a block with neither is left as it was, and a carry passes an all-ones block
@@ -101,6 +104,8 @@ def _rows(first, second, keep):  # pragma: no cover - inlined in the kernels
     logged = 0
     for row in range(len(second)):
         if keep:  # a row changes each block once at most
+            if logged + blocks > MAX_LOGGED:
+                return -1, state, log, logged
             log = _room_compiled(log, logged, blocks)
         value = second[row]
         low, high = 0, groups  # the first group whose value is not below `value`
@@ -162,20 +167,24 @@ _rows_compiled = njit(inline="always")(_rows)
 
 def _lcs_matches(first, second, first_at, second_at):  # pragma: no cover - compiled
     """The pairs rapidfuzz's Indel alignment makes of `first` and `second` (positions into
-    `first_at` and `second_at`, in order); returns how many, or -1 where the matrix would
-    pass MAX_CELLS (nothing written)."""
+    `first_at` and `second_at`, in order); returns how many, or -1 where the rows would pass
+    MAX_CELLS blocks or their log MAX_LOGGED changes (nothing written)."""
     length_1, length_2 = len(first), len(second)
     prefix, suffix = _affixes_compiled(first, second)
     middle_1, middle_2 = length_1 - prefix - suffix, length_2 - prefix - suffix
     if middle_1 and middle_2 and middle_2 * ((middle_1 + BLOCK - 1) // BLOCK) > MAX_CELLS:
         return -1
+    length = 0
+    if middle_1 and middle_2:
+        length, state, log, logged = _rows_compiled(
+            first[prefix:prefix + middle_1], second[prefix:prefix + middle_2], True)
+        if length < 0:
+            return -1
     count = 0
     for k in range(prefix):
         first_at[count], second_at[count] = k, k
         count += 1
     if middle_1 and middle_2:
-        length, state, log, logged = _rows_compiled(
-            first[prefix:prefix + middle_1], second[prefix:prefix + middle_2], True)
         column, row = middle_1, middle_2
         found = length
         while row and column:
@@ -197,6 +206,29 @@ def _lcs_matches(first, second, first_at, second_at):  # pragma: no cover - comp
 
 
 lcs_matches = njit(nogil=True)(_lcs_matches)
+_word_pairs = lcs_matches
+if AHEAD_OF_TIME is not None:  # the same kernel, compiled by `python -m cdc.core.aot`, for words
+    _word_pairs = AHEAD_OF_TIME.word_pairs
+
+
+def changed_stretches(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int, int, int]] | None:
+    """What rapidfuzz's Indel opcodes of two word hash arrays (uint64) leave unpaired, as
+    `cdc.core.refine.stretches` runs them (i1, i2, j1, j2): the gaps between the diagonal
+    runs of `lcs_matches`' pairs, which are its equal blocks. None where the alignment is
+    too large to make compiled (then ask rapidfuzz)."""
+    room = min(len(first), len(second)) + 1
+    first_at, second_at = np.empty(room + 1, np.int64), np.empty(room + 1, np.int64)
+    count = _word_pairs(first, second, first_at[1:], second_at[1:])
+    if count < 0:
+        return None
+    # Between a pair before the first (-1, -1) and one past the last (the lengths), a gap
+    # wherever the next pair is not the next item on both sides.
+    first_at[0] = second_at[0] = -1
+    first_at[count + 1], second_at[count + 1] = len(first), len(second)
+    ends_1, ends_2 = first_at[:count + 2], second_at[:count + 2]
+    gaps = np.flatnonzero((np.diff(ends_1) > 1) | (np.diff(ends_2) > 1))
+    return list(zip((ends_1[gaps] + 1).tolist(), ends_1[gaps + 1].tolist(), (ends_2[gaps] + 1).tolist(),
+                    ends_2[gaps + 1].tolist()))
 
 
 def _lcs_length(first, second):  # pragma: no cover - compiled

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from rapidfuzz.distance import Indel, LCSseq
 
+from cdc.core.lcs import changed_stretches
 from cdc.core.moves import MIN_MOVE_TOKENS, find_moves
 from cdc.core.regions import pair_words, scan_windows
 from cdc.core.wordchanges import DELETE_CODE, INSERT_CODE, NO_BOUNDS, NO_DIFFS, REPLACE_CODE, word_edits
@@ -130,7 +131,14 @@ def _changes(old: Words, new: Words) -> list[tuple[int, int, int, int]]:
         if old_count == new_count and old.hashes == new.hashes:
             return []
         return [(0, old_count, 0, new_count)]
-    return stretches(Indel.opcodes(old.hashes, new.hashes).as_list())
+    return _stretches_of(old.hashes, new.hashes)
+
+
+def _stretches_of(old_hashes: array, new_hashes: array) -> list[tuple[int, int, int, int]]:
+    """`stretches` of the Indel opcodes of two words' hashes: compiled
+    (`cdc.core.lcs.changed_stretches`), or by rapidfuzz where too large for that."""
+    found = changed_stretches(np.frombuffer(old_hashes, np.uint64), np.frombuffer(new_hashes, np.uint64))
+    return found if found is not None else stretches(Indel.opcodes(old_hashes, new_hashes).as_list())
 
 
 def _absorb_short_equalities(changes: list[tuple], old: Words, new: Words, old_text: bytes,
@@ -354,7 +362,7 @@ def _without_moves(changes: list[tuple], old_holes: list[tuple[int, int]],
 def _inner_changes(old: Words, new: Words, i1: int, i2: int, j1: int, j2: int) -> list[tuple]:
     """The changes inside a move: its old words against its new words."""
     return [(a + i1, b + i1, c + j1, d + j1)
-            for a, b, c, d in stretches(Indel.opcodes(old.hashes[i1:i2], new.hashes[j1:j2]).as_list())]
+            for a, b, c, d in _stretches_of(old.hashes[i1:i2], new.hashes[j1:j2])]
 
 
 def _merge_moves(moves: list[Edit], old_text: bytes, new_text: bytes) -> list[Edit]:
