@@ -49,7 +49,7 @@ _affixes_compiled = njit(inline="always")(_affixes)
 
 
 def _room(log, logged, more):  # pragma: no cover - inlined in the kernels
-    """`log`, or a copy twice as long (or more) where it has no room for `more` rows."""
+    """`log`, or a copy twice as long (or more) where it has no room for `more` changes."""
     if logged + more <= len(log):
         return log
     grown = np.empty((2 * len(log) + more, 3), np.int64)

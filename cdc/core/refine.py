@@ -11,8 +11,8 @@ the change, not with the page. In each stretch:
    splits a character) and hashes each token: a character of a script written without
    spaces (Han, kana, Thai, ...: see `_char_class`) is a token with the marks after it;
    otherwise a token is a run of other characters up to whitespace. The two token
-   sequences are diffed with rapidfuzz's compiled Indel alignment, and pure insertions and
-   deletions slid to start a block where they can.
+   sequences are diffed as rapidfuzz's Indel alignment diffs them (`cdc.core.lcs`), and
+   pure insertions and deletions slid to start a block where they can.
 3. Short runs of equal tokens stranded between two larger edits are absorbed into them,
    as diff-match-patch's semantic cleanup does, counted in tokens so that every script is
    treated alike: unrelated texts share "the" and "of", and a report that keeps those is
