@@ -72,7 +72,17 @@ def tokens(text: str) -> list[str]:
 def words_of(pieces: Sequence[str]) -> str:
     """The words column of a side's edit texts: tokens a space apart, edits a line apart,
     a space at each end; '' when there are no tokens."""
-    lines = [" ".join(found) for found in map(tokens, pieces)]
+    return _words_column([_line(piece) for piece in pieces])
+
+
+def _line(piece: str) -> str:
+    """An edit's line of a words column: its tokens a space apart."""
+    return " ".join(tokens(piece))
+
+
+def _words_column(lines: Sequence[str]) -> str:
+    """A words column of its edits' lines: a line break between those with tokens, a space
+    at each end; '' when none has one."""
     lines = [line for line in lines if line]
     return " " + " \n ".join(lines) + " " if lines else ""
 
@@ -270,15 +280,13 @@ def _side(edits: Sequence[Edit], text: bytes, added: bool) -> tuple[str, str]:
     for (offset, length), (start, end, line_start, line_end) in zip(ranges, marks.tolist()):
         if start < 0:
             piece = _piece(text, offset, length)
-            line = " ".join(tokens(piece))
+            lines.append(_line(piece))
         else:
             piece = pieces[start:end].tobytes().decode()
-            line = words[line_start:line_end].tobytes().decode()
+            lines.append(words[line_start:line_end].tobytes().decode())
         if piece:
             pieces_out.append(piece)
-        if line:
-            lines.append(line)
-    return "\n".join(pieces_out), " " + " \n ".join(lines) + " " if lines else ""
+    return "\n".join(pieces_out), _words_column(lines)
 
 
 def edit_words(natural_key: str, generation: int, run: int, edits: Sequence[Edit],
