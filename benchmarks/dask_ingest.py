@@ -307,7 +307,7 @@ def _version_of(batch: WriteBatch, suffix: str, later: int) -> WriteBatch:
     tables = {name: _renamed(getattr(batch, name), suffix) for name in WriteBatch.__dataclass_fields__}
     shifted = {"pages": ("latest_generation",), "generations": ("generation",), "chunks": ("generation",),
                "changes": ("generation", "previous_generation"), "removed_generations": ("generation",),
-               "removed_changes": ("generation",)}
+               "removed_changes": ("generation",), "words": ("generation",), "tokens": ("generation",)}
     for name, columns in shifted.items():
         for column in columns:
             tables[name] = _shifted(tables[name], column, later)
@@ -338,8 +338,11 @@ def writer_alone(batches: list[WriteBatch], appends: int) -> tuple[float, int]:
 
 
 def _renamed(table: pa.Table, suffix: str) -> pa.Table:
-    keys = pc.binary_join_element_wise(table.column("natural_key"), pa.scalar(f"#{suffix}"), "")
-    return table.set_column(0, "natural_key", keys)
+    """`table` with `#suffix` after each natural_key (not every table's first column: the
+    index rows' is their token)."""
+    index = table.schema.get_field_index("natural_key")
+    keys = pc.binary_join_element_wise(table.column(index), pa.scalar(f"#{suffix}"), "")
+    return table.set_column(index, "natural_key", keys)
 
 
 if __name__ == "__main__":
