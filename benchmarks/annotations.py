@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -38,7 +37,7 @@ sys.path.insert(0, str(ROOT))  # this working tree's cdc, before any installed c
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from dashboard import ms, round_robin  # noqa: E402
-from synthetic_store import cached_store  # noqa: E402
+from synthetic_store import cached_store, copy_at_rest  # noqa: E402
 
 from cdc.analyst.annotations import annotations_csv, import_annotations  # noqa: E402
 from cdc.store import LABELS, Annotation, Store  # noqa: E402
@@ -138,7 +137,7 @@ def main() -> None:
     built = cached_store(pages=args.pages)
     with tempfile.TemporaryDirectory(dir=ROOT / "data") as directory:
         path = Path(directory) / "annotated.duckdb"
-        shutil.copy(built.path, path)
+        copy_at_rest(built.path, path)  # on disk, as a store at rest is
         store = Store(path)
         runs = tuple(run.run for run in store.latest_crawls(2))
         page = store.page_keys()[len(store.page_keys()) // 2]

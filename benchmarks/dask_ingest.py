@@ -273,13 +273,11 @@ def writer_on_a_large_store(batches: list[WriteBatch], appends: int, crawl: Writ
     """Rows per second appending one dask-2 run's batches to a copy of the synthetic
     100,000-page store: as new pages, then as those pages' next generations; then pages
     per second appending `crawl` (a first crawl) to it."""
-    import shutil
-
-    from synthetic_store import cached_store
+    from synthetic_store import cached_store, copy_at_rest
 
     source = cached_store().path
     with tempfile.TemporaryDirectory(dir=ROOT / "data" / "bench") as work:
-        store = Store(shutil.copy(source, Path(work) / "large.duckdb"))
+        store = Store(copy_at_rest(source, Path(work) / "large.duckdb"))
         rows = sum(batch.rows for batch in batches)
         # New pages each round; then the first round's pages again, 1000 generations on each time.
         first_crawls = [(f"new{n}", 0) for n in range(appends + 1)]
@@ -294,7 +292,7 @@ def writer_on_a_large_store(batches: list[WriteBatch], appends: int, crawl: Writ
                     for batch in appended:
                         store.write(connection, batch)
                 rates.append(rows / (time.perf_counter() - started))
-            # The first append reads the copied file cold: left out.
+            # The first append reads the store's blocks into DuckDB's cache: left out.
             print(f"single writer on the synthetic store of 100,000 pages, {label}, {appends} transactions "
                   f"of {rows:,} rows: median {statistics.median(rates[1:]):,.0f} rows/s")
         pages = first_crawl_rate(crawl, appends, store)

@@ -24,7 +24,6 @@ run's end of every page runs.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -59,7 +58,7 @@ def refresh(source: Path, workdir: Path, rule: str, measure_own: bool = False
     before reads no texts), with the rows measured again on their own text if `measure_own`,
     and the flags."""
     path = workdir / "copy.duckdb"
-    shutil.copyfile(source, path)
+    synthetic_store.copy_at_rest(source, path)  # on disk, as a store at rest is
     store = Store(path)
     with store.writing() as connection:
         connection.execute("UPDATE changes SET template_only = NULL, template_edit = NULL")
