@@ -433,9 +433,10 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
             for statement in INDEXES:
                 connection.execute(f"DROP INDEX {statement.split()[5]}")
             for run in range(1, generations + 1):
-                # A transaction per crawl: DuckDB holds what a transaction appends in memory past
-                # its limit until the commit (a 1,000,000-page build in one grew past 23 GB).
-                connection.execute("BEGIN TRANSACTION")
+                # A transaction per slice of pages: DuckDB holds what a transaction appends in
+                # memory past its limit until the commit (a 1,000,000-page build in one
+                # transaction grew past 23 GB, and in one a crawl, with the search index rows,
+                # the kernel stopped it at 24 GB in its first crawl).
                 order = first_order if run == 1 else crawl_order(rng, pages, keys)
                 start = CRAWL_START + (run - 1) * CRAWL_EVERY
                 fetched: list[datetime] = [start] * pages
@@ -458,13 +459,14 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                               retained=run > generations - keep)
                 for first, part in _slices(order):
                     tables, text = crawl_tables(crawl, first, part, keys, versions, pool)
+                    connection.execute("BEGIN TRANSACTION")
                     for table, rows in tables.items():
                         _insert(connection, table, rows)
                     _index_words(connection, tables["change_words"])
+                    connection.execute("COMMIT")
                     chunk_rows += len(pc.list_flatten(tables["chunk_lists"].column("lengths")))
                     text_bytes += text
                 _insert(connection, "runs", pa.table(run_row(crawl, pages), schema=_RUNS))
-                connection.execute("COMMIT")
                 numbers = crawl.numbers
             page_rows = pa.table({
                 "natural_key": [keys[p] for p in first_order], "url": [keys[p] for p in first_order],
