@@ -434,9 +434,9 @@ def build_store(path: str | os.PathLike, pages: int = 100_000, generations: int 
                 connection.execute(f"DROP INDEX {statement.split()[5]}")
             for run in range(1, generations + 1):
                 # A transaction per slice of pages: DuckDB holds what a transaction appends in
-                # memory past its limit until the commit (a 1,000,000-page build in one
-                # transaction grew past 23 GB, and in one a crawl, with the search index rows,
-                # the kernel stopped it at 24 GB in its first crawl).
+                # memory past its limit until the commit. A 1,000,000-page build in one
+                # transaction grew past 23 GB; with a transaction a crawl and the search index
+                # rows, the kernel stopped it at 24 GB in its first crawl.
                 order = first_order if run == 1 else crawl_order(rng, pages, keys)
                 start = CRAWL_START + (run - 1) * CRAWL_EVERY
                 fetched: list[datetime] = [start] * pages
