@@ -30,10 +30,13 @@ from cdc.core.refine import stretches
 from tests import textgen
 
 
+def rapidfuzz_opcodes(first: np.ndarray, second: np.ndarray) -> list[tuple]:
+    return Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes())).as_list()
+
+
 def rapidfuzz_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
-    opcodes = Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes()))
-    for tag, i1, i2, j1, j2 in opcodes.as_list():
+    for tag, i1, i2, j1, j2 in rapidfuzz_opcodes(first, second):
         if tag == "equal":
             pairs += zip(range(i1, i2), range(j1, j2))
     return pairs
@@ -59,8 +62,7 @@ def test_the_compiled_alignment_pairs_what_rapidfuzz_pairs(first, second):
 @given(st.lists(st.integers(0, 5), max_size=150), st.lists(st.integers(0, 5), max_size=150))
 def test_the_compiled_changed_stretches_are_rapidfuzz_opcodes_stretches(first, second):
     first, second = np.array(first, np.uint64), np.array(second, np.uint64)
-    assert changed_stretches(first, second) == stretches(
-        Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes())).as_list())
+    assert changed_stretches(first, second) == stretches(rapidfuzz_opcodes(first, second))
 
 
 def test_an_alignment_whose_log_would_pass_its_bound_is_left_to_rapidfuzz():
@@ -70,8 +72,7 @@ def test_an_alignment_whose_log_would_pass_its_bound_is_left_to_rapidfuzz():
     first, second = rng.integers(0, 2, 25_000).astype(np.uint64), rng.integers(0, 2, 25_000).astype(np.uint64)
     assert changed_stretches(first, second) is None
     first, second = first[:12_000], second[:12_000]
-    assert changed_stretches(first, second) == stretches(
-        Indel.opcodes(array("Q", first.tobytes()), array("Q", second.tobytes())).as_list())
+    assert changed_stretches(first, second) == stretches(rapidfuzz_opcodes(first, second))
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -10,12 +10,13 @@ report needs into one int64 buffer, read back with one `tolist`.
 
 It answers where no chunk moved and each alignment is small enough
 (`cdc.core.lcs.MAX_CELLS`, `MAX_LOGGED`); elsewhere NOT_HERE, and `cdc.compare` takes its
-general path, which stays the reference: a test holds the two to the same reports. Where the changed
-words may hold a move (the test `cdc.core.refine._token_moves` makes first), the kernel
-writes them out too, and `cdc.compare` asks `cdc.core.moves.find_moves` of them, as
-`refine` would: the report stands where it finds none (on the English corpus, 277 of the
-354 such pairs of 3,131), and the general path decides where it finds one, without trying
-the compiled edits without moves again (MAY_HOLD_MOVES), which would find the same.
+general path, which stays the reference: a test holds the two to the same reports. Where
+the changed words may hold a move (`MIN_MOVE_TOKENS` of them in common, in order:
+`cdc.core.moves`), the kernel writes them out too, and `cdc.compare` asks
+`cdc.core.moves.find_moves` of them, as `refine` would: the report stands where it finds
+none (on the English corpus, 277 of the 354 such pairs of 3,131), and the general path
+decides where it finds one, without trying the compiled edits without moves again
+(MAY_HOLD_MOVES), which would find the same.
 """
 
 from __future__ import annotations

@@ -165,6 +165,14 @@ def _rows(first, second, keep):  # pragma: no cover - inlined in the kernels
 _rows_compiled = njit(inline="always")(_rows)
 
 
+def _bit(state, column):  # pragma: no cover - inlined in the kernels
+    """Bit `column` of a row's bit vector (`_rows`' blocks)."""
+    return (state[column // BLOCK] >> (column % BLOCK)) & 1
+
+
+_bit_compiled = njit(inline="always")(_bit)
+
+
 def _lcs_matches(first, second, first_at, second_at):  # pragma: no cover - compiled
     """The pairs rapidfuzz's Indel alignment makes of `first` and `second` (positions into
     `first_at` and `second_at`, in order); returns how many, or -1 where the rows would pass
@@ -189,12 +197,12 @@ def _lcs_matches(first, second, first_at, second_at):  # pragma: no cover - comp
         found = length
         while row and column:
             logged = _rewind_compiled(state, log, logged, row)
-            if (state[(column - 1) // BLOCK] >> ((column - 1) % BLOCK)) & 1:
+            if _bit_compiled(state, column - 1):
                 column -= 1
             else:
                 row -= 1
                 logged = _rewind_compiled(state, log, logged, row)
-                if not (row and not (state[(column - 1) // BLOCK] >> ((column - 1) % BLOCK)) & 1):
+                if not (row and not _bit_compiled(state, column - 1)):
                     column -= 1
                     found -= 1
                     first_at[count + found], second_at[count + found] = prefix + column, prefix + row

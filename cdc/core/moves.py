@@ -15,6 +15,12 @@ A move, as Wikipedia's diff marks moved paragraphs, is:
 - nearly identical: matched tokens at least `MOVE_SIMILARITY` of the tokens the move spans
   on either side.
 
+A move's matched tokens are a common subsequence of the two sides' tokens (each round
+aligns what the rounds before left), so where those have fewer than `MIN_MOVE_TOKENS` in
+common, in order, there is none. The compiled comparison tests that
+(`cdc.core.wordchanges`) before it hands changed words here; `cdc.core.refine` asks
+`find_moves` directly, whose first round aligns them anyway.
+
 Pure functions on token hashes; `cdc.core.refine` turns the result into edits. The same
 steps run compiled (`_find_moves`, with the alignment of `cdc.core.lcs`, which pairs what
 rapidfuzz pairs); the functions in Python are the reference a test holds it to, and what

@@ -33,7 +33,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
-from rapidfuzz.distance import Indel, LCSseq
+from rapidfuzz.distance import Indel
 
 from cdc.core.lcs import changed_stretches
 from cdc.core.moves import MIN_MOVE_TOKENS, find_moves
@@ -304,11 +304,6 @@ def _token_moves(regions: list[_Region]) -> list[tuple[int, int, int, int, int, 
         new_where.append((r, j1, len(new_hashes)))
         old_hashes.extend(regions[r].old.hashes[i1:i2])
         new_hashes.extend(regions[r].new.hashes[j1:j2])
-    if LCSseq.similarity(old_hashes, new_hashes, score_cutoff=MIN_MOVE_TOKENS) < MIN_MOVE_TOKENS:
-        # A move's matched tokens are equal tokens of `find_moves`' first alignment of these
-        # two sequences: with fewer than that in common, in order, there is none (the
-        # common case, one C call instead of the alignment's Python loops).
-        return []
     numbers = np.arange(len(changes))  # each token's group: its change's number, as an array
     old_groups = np.repeat(numbers, [i2 - i1 for _, (i1, i2, _, _) in changes])
     new_groups = np.repeat(numbers, [j2 - j1 for _, (_, _, j1, j2) in changes])
@@ -458,8 +453,8 @@ KINDS = {INSERT_CODE: INSERT, DELETE_CODE: DELETE, REPLACE_CODE: REPLACE}
 def _edits_without_moves(old: Side, new: Side, runs: list[tuple[int, int, int, int]]) -> list[Edit] | None:
     """`refine` where no chunk moved, its word alignments and per-change loops in one
     compiled call (`cdc.core.wordchanges`): the same edits, or None where the changed words
-    may hold a move (the same test as `_token_moves`' before its alignment: then `refine`
-    decides)."""
+    may hold a move (`cdc.core.moves`: they have `MIN_MOVE_TOKENS` in common, in order; then
+    `refine` decides)."""
     if not len(runs):
         return []
     regions, old_hashes, old_table, new_hashes, new_table, old_bytes, _, new_bytes, _ = scan_windows(

@@ -168,8 +168,8 @@ def _word_edits(old_text, new_text, old_hashes, old_table, new_hashes, new_table
     hashes one change after the other into `old_changed`/`new_changed` (what `_token_moves`
     aligns); `totals`: edits, changes, old changed words, new changed words, bytes the edits
     insert, bytes they delete, and, with two changes or more, the length of the changed
-    words' longest common subsequence (what `_token_moves` tests first). Returns the number
-    of edits."""
+    words' longest common subsequence (a move needs `MIN_MOVE_TOKENS` of it:
+    `cdc.core.moves`). Returns the number of edits."""
     edit_count, change_count, old_words, new_words, inserted, deleted = 0, 0, 0, 0, 0, 0
     for w in range(len(regions)):
         old_at, old_count, new_at, new_count = regions[w, 0], regions[w, 1], regions[w, 2], regions[w, 3]
